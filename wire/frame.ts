@@ -1,0 +1,62 @@
+/**
+ * Encoding side of AWP framing: one JSON object per line, at most 1 MiB.
+ *
+ * @module
+ */
+
+/** The largest line AWP allows, in bytes, newline excluded (SPEC section 5). */
+export const MAX_LINE_BYTES = 1048576;
+
+/**
+ * Thrown when a line would exceed {@linkcode MAX_LINE_BYTES}.
+ *
+ * @example
+ * ```ts
+ * import { LineTooLargeError } from "./frame.ts";
+ * const err = new LineTooLargeError(2_000_000);
+ * console.log(err.size, err.message);
+ * ```
+ */
+export class LineTooLargeError extends Error {
+  /** Size of the offending line in bytes, newline excluded. */
+  readonly size: number;
+
+  /** Builds the error for a line of `size` bytes over the `limit`. */
+  constructor(size: number, limit: number = MAX_LINE_BYTES) {
+    super(`line of ${size} bytes exceeds the ${limit} byte limit`);
+    this.name = "LineTooLargeError";
+    this.size = size;
+  }
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * Encodes a message as one UTF-8 JSON line terminated by "\n".
+ *
+ * Throws {@linkcode LineTooLargeError} when the JSON exceeds
+ * {@linkcode MAX_LINE_BYTES}, and a TypeError when the value does not
+ * serialize to a JSON object.
+ *
+ * @example
+ * ```ts
+ * import { encodeLine } from "./frame.ts";
+ * const bytes = encodeLine({ t: "ping", id: "1", ts: "2026-01-01T00:00:00.000Z" });
+ * console.log(new TextDecoder().decode(bytes)); // {"t":"ping",...}\n
+ * ```
+ */
+export function encodeLine(message: object): Uint8Array {
+  if (
+    message === null || typeof message !== "object" || Array.isArray(message)
+  ) {
+    throw new TypeError("encodeLine: message must be a JSON object");
+  }
+  const json = JSON.stringify(message);
+  if (typeof json !== "string") {
+    throw new TypeError("encodeLine: message is not serializable as JSON");
+  }
+  const bytes = encoder.encode(json + "\n");
+  const size = bytes.length - 1;
+  if (size > MAX_LINE_BYTES) throw new LineTooLargeError(size);
+  return bytes;
+}

@@ -1,0 +1,289 @@
+/**
+ * Ed25519 identities: `ed25519:` keys, signing and verification.
+ *
+ * WebCrypto (`crypto.subtle`) is used when the runtime supports Ed25519,
+ * with `@noble/ed25519` as the fallback; both produce the same bytes, as
+ * Ed25519 signatures are deterministic.
+ *
+ * @module
+ */
+
+import * as ed from "@noble/ed25519";
+import { decodeBase64, encodeBase64Url } from "./base64.ts";
+
+/** The prefix of every AWP key string. */
+export const KEY_PREFIX = "ed25519:";
+
+const KEY_BYTES = 32;
+const SIGNATURE_BYTES = 64;
+const CANONICAL_KEY = /^ed25519:[A-Za-z0-9_-]{43}$/;
+// The fixed DER prefix of a PKCS#8 Ed25519 private key; the 32-byte seed
+// follows it (RFC 8410).
+const PKCS8_PREFIX = new Uint8Array([
+  0x30,
+  0x2e,
+  0x02,
+  0x01,
+  0x00,
+  0x30,
+  0x05,
+  0x06,
+  0x03,
+  0x2b,
+  0x65,
+  0x70,
+  0x04,
+  0x22,
+  0x04,
+  0x20,
+]);
+const ED25519 = { name: "Ed25519" } as const;
+
+/**
+ * Formats a 32-byte public key as `ed25519:` + unpadded base64url.
+ *
+ * @example
+ * ```ts
+ * import { formatKey } from "./keys.ts";
+ * console.log(formatKey(new Uint8Array(32))); // "ed25519:AAAA...AAA"
+ * ```
+ */
+export function formatKey(publicKey: Uint8Array): string {
+  if (!(publicKey instanceof Uint8Array) || publicKey.length !== KEY_BYTES) {
+    throw new TypeError(`formatKey: a public key is ${KEY_BYTES} bytes`);
+  }
+  return KEY_PREFIX + encodeBase64Url(publicKey);
+}
+
+/**
+ * Parses an `ed25519:` key into its 32 bytes. Like the reference, it
+ * accepts every base64 variant (padded or not, url or standard alphabet;
+ * NOTES.md item 10), so two different strings can name the same key:
+ * compare keys as `formatKey(parseKey(k))` or as bytes, never as raw input.
+ * Throws a TypeError with one line on anything else.
+ *
+ * @example
+ * ```ts
+ * import { formatKey, parseKey } from "./keys.ts";
+ * console.log(parseKey(formatKey(new Uint8Array(32))).length); // 32
+ * ```
+ */
+export function parseKey(key: string): Uint8Array {
+  const shown = () => JSON.stringify(String(key).slice(0, 80));
+  if (typeof key !== "string" || !key.startsWith(KEY_PREFIX)) {
+    throw new TypeError(
+      `not an ed25519 key (want "${KEY_PREFIX}" + base64url of 32 bytes): ${shown()}`,
+    );
+  }
+  let bytes: Uint8Array;
+  try {
+    bytes = decodeBase64(key.slice(KEY_PREFIX.length));
+  } catch (e) {
+    throw new TypeError(
+      `not an ed25519 key (${(e as Error).message}): ${shown()}`,
+    );
+  }
+  if (bytes.length !== KEY_BYTES) {
+    throw new TypeError(
+      `not an ed25519 key (${bytes.length} bytes, want ${KEY_BYTES}): ${shown()}`,
+    );
+  }
+  return bytes;
+}
+
+/**
+ * Whether `text` is a key in canonical form, exactly as
+ * {@linkcode formatKey} prints it (`ed25519:` + 43 base64url characters,
+ * unused bits zero). Stricter than {@linkcode parseKey} on purpose: keys
+ * that pass can be compared as strings, one string per key.
+ *
+ * @example
+ * ```ts
+ * import { formatKey, isKey } from "./keys.ts";
+ * console.log(isKey(formatKey(new Uint8Array(32))), isKey("ed25519:abc")); // true false
+ * ```
+ */
+export function isKey(text: string): boolean {
+  if (typeof text !== "string" || !CANONICAL_KEY.test(text)) return false;
+  try {
+    return formatKey(parseKey(text)) === text;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A fresh random nonce, unpadded base64url of `bytes` bytes (default 32).
+ *
+ * @example
+ * ```ts
+ * import { randomNonce } from "./keys.ts";
+ * console.log(randomNonce().length); // 43
+ * ```
+ */
+export function randomNonce(bytes: number = 32): string {
+  if (!Number.isSafeInteger(bytes) || bytes < 1 || bytes > 65536) {
+    throw new RangeError(`randomNonce: invalid byte count ${bytes}`);
+  }
+  return encodeBase64Url(crypto.getRandomValues(new Uint8Array(bytes)));
+}
+
+let webCryptoProbe: Promise<boolean> | undefined;
+
+/** Whether this runtime's WebCrypto does Ed25519; probed once. */
+function hasWebCryptoEd25519(): Promise<boolean> {
+  webCryptoProbe ??= (async () => {
+    try {
+      const key = await crypto.subtle.importKey(
+        "pkcs8",
+        pkcs8(new Uint8Array(KEY_BYTES)),
+        ED25519,
+        false,
+        ["sign"],
+      );
+      await crypto.subtle.sign(ED25519, key, new Uint8Array(0));
+      return true;
+    } catch {
+      return false;
+    }
+  })();
+  return webCryptoProbe;
+}
+
+function pkcs8(seed: Uint8Array): Uint8Array<ArrayBuffer> {
+  const der = new Uint8Array(PKCS8_PREFIX.length + seed.length);
+  der.set(PKCS8_PREFIX);
+  der.set(seed, PKCS8_PREFIX.length);
+  return der;
+}
+
+function own(bytes: Uint8Array): Uint8Array<ArrayBuffer> {
+  return new Uint8Array(bytes);
+}
+
+/**
+ * An Ed25519 private key able to sign, with its public key.
+ *
+ * @example
+ * ```ts
+ * import { Signer, verify } from "./keys.ts";
+ * const signer = await Signer.generate();
+ * const data = new TextEncoder().encode("hello");
+ * const sig = await signer.sign(data);
+ * console.log(signer.key, await verify(signer.key, data, sig)); // ed25519:... true
+ * ```
+ */
+export class Signer {
+  /** The public key as `ed25519:` + base64url. */
+  readonly key: string;
+  /** The 32-byte public key. */
+  readonly publicKey: Uint8Array;
+  /** The 32-byte private seed. Keep it secret. */
+  readonly seed: Uint8Array;
+  #private: CryptoKey | undefined;
+
+  private constructor(
+    seed: Uint8Array,
+    publicKey: Uint8Array,
+    key: CryptoKey | undefined,
+  ) {
+    this.seed = seed;
+    this.publicKey = publicKey;
+    this.key = formatKey(publicKey);
+    this.#private = key;
+  }
+
+  /** Builds a signer from a 32-byte seed (RFC 8032 private key). */
+  static async fromSeed(seed: Uint8Array): Promise<Signer> {
+    if (!(seed instanceof Uint8Array) || seed.length !== KEY_BYTES) {
+      throw new TypeError(`Signer.fromSeed: a seed is ${KEY_BYTES} bytes`);
+    }
+    const copy = own(seed);
+    if (await hasWebCryptoEd25519()) {
+      // Extractable only to read the public key back out of the JWK.
+      const extractable = await crypto.subtle.importKey(
+        "pkcs8",
+        pkcs8(copy),
+        ED25519,
+        true,
+        [
+          "sign",
+        ],
+      );
+      const jwk = await crypto.subtle.exportKey("jwk", extractable);
+      const publicKey = decodeBase64(jwk.x ?? "");
+      const key = await crypto.subtle.importKey(
+        "pkcs8",
+        pkcs8(copy),
+        ED25519,
+        false,
+        ["sign"],
+      );
+      return new Signer(copy, publicKey, key);
+    }
+    return new Signer(copy, await ed.getPublicKeyAsync(copy), undefined);
+  }
+
+  /** Builds a signer from a fresh random seed. */
+  static generate(): Promise<Signer> {
+    return Signer.fromSeed(crypto.getRandomValues(new Uint8Array(KEY_BYTES)));
+  }
+
+  /** Signs `data`, returning the 64-byte Ed25519 signature. */
+  async sign(data: Uint8Array): Promise<Uint8Array> {
+    if (this.#private) {
+      return new Uint8Array(
+        await crypto.subtle.sign(ED25519, this.#private, own(data)),
+      );
+    }
+    return await ed.signAsync(data, this.seed);
+  }
+}
+
+/**
+ * Verifies an Ed25519 signature. Never throws: malformed keys, signatures
+ * or data give false.
+ *
+ * @example
+ * ```ts
+ * import { verify } from "./keys.ts";
+ * console.log(await verify("ed25519:bad", new Uint8Array(), new Uint8Array(64))); // false
+ * ```
+ */
+export async function verify(
+  key: string | Uint8Array,
+  data: Uint8Array,
+  signature: Uint8Array,
+): Promise<boolean> {
+  try {
+    const publicKey = typeof key === "string" ? parseKey(key) : key;
+    if (
+      !(publicKey instanceof Uint8Array) || publicKey.length !== KEY_BYTES ||
+      !(signature instanceof Uint8Array) ||
+      signature.length !== SIGNATURE_BYTES ||
+      !(data instanceof Uint8Array)
+    ) {
+      return false;
+    }
+    if (await hasWebCryptoEd25519()) {
+      const cryptoKey = await crypto.subtle.importKey(
+        "raw",
+        own(publicKey),
+        ED25519,
+        false,
+        [
+          "verify",
+        ],
+      );
+      return await crypto.subtle.verify(
+        ED25519,
+        cryptoKey,
+        own(signature),
+        own(data),
+      );
+    }
+    return await ed.verifyAsync(signature, data, publicKey, { zip215: false });
+  } catch {
+    return false;
+  }
+}
