@@ -1,0 +1,722 @@
+/**
+ * One AWP connection from hello to close: the I/O, crypto and storage behind
+ * the statechart in {@link connectionMachine}.
+ *
+ * What it does, by protocol section:
+ * - 7: sends hello at once; checks theirs (v, key, reflection: our own key
+ *   gets `err auth`, NOTES item 5); signs and sends auth; verifies theirs;
+ *   asks `admit` (a refusal after a valid auth is `err auth` with a detail,
+ *   NOTES item 8); then sends resume with `store.seen`.
+ * - 9.5: on their resume, replays `store.replay` with original ids, in order.
+ * - 9.1/9.2: received content lines that arrive together are committed with
+ *   one `store.receive` (group commit) BEFORE any ack is sent; duplicates are
+ *   acked again and not delivered. msg, state, mirror and private are acked
+ *   (NOTES: mirror and private are "reliable like a msg"); chunk and
+ *   introduce are committed (seen, dedup) but never acked (SPEC 9.2, NOTES 1).
+ * - 9.4: ping/pong, liveness in the chart. 9.6: bye. 9.7: err close rules.
+ *
+ * Validation: every received line is checked with `validateMessage`. A core
+ * message type that fails its schema gets `err bad_frame` and the connection
+ * closes, like the Go reference does for a line it cannot decode (except
+ * that a malformed hello `v` is `err version` and a malformed key or
+ * signature is `err auth`). Extension types (presence, mirror, private) that
+ * fail are dropped without closing, as NOTES says for presence; unknown
+ * types are ignored.
+ *
+ * @module
+ */
+
+import { type Actor, createActor } from "xstate";
+import {
+  connectionMachine,
+  type ConnectionTimeouts,
+  type SendErrParams,
+  stateName,
+} from "./connection_machine.ts";
+import type { Transport } from "./transport.ts";
+import type { OutboxEntry, Store } from "../storage/store.ts";
+import type { IncomingLine } from "../storage/store.ts";
+import { chunkMessage } from "../storage/spool.ts";
+import { encodeLine } from "../wire/frame.ts";
+import { LineReader } from "../wire/line_reader.ts";
+import { parseLine } from "../wire/parse.ts";
+import { validateMessage } from "../wire/validate.ts";
+import { isKey, randomNonce, type Signer, verify } from "../wire/keys.ts";
+import { authTranscript } from "../wire/transcript.ts";
+import { decodeBase64, encodeBase64Url } from "../wire/base64.ts";
+import { timestamp } from "../wire/time.ts";
+import {
+  CONTENT_TYPES,
+  type Grant,
+  type Message,
+  MESSAGE_TYPES,
+  PRE_AUTH_FORBIDDEN,
+  PROTOCOL_VERSION,
+} from "../wire/types.ts";
+
+export type { ConnectionTimeouts } from "./connection_machine.ts";
+
+/** What the peer said about itself in hello (and presented in auth). */
+export interface RemoteHello {
+  key: string;
+  name?: string;
+  caps: string[];
+  about?: string;
+  addr?: string;
+  nonce: string;
+  /** Grants presented in auth (unverified: the caller decides). */
+  grants: Grant[];
+}
+
+/** A received line as parsed, with its exact text. */
+export interface ReceivedLine {
+  message: Message;
+  raw: string;
+}
+
+/** Options of {@link Connection}. */
+export interface ConnectionOptions {
+  transport: Transport;
+  signer: Signer;
+  store: Store;
+  /** We dialed (for the simultaneous-open tie-break, NOTES item 4). */
+  dialed: boolean;
+  name?: string;
+  about?: string;
+  caps?: string[];
+  /** Our own reachable address, sent in hello (NOTES item 6). */
+  addr?: string;
+  /** Grants to present in auth. */
+  grants?: Grant[];
+  timeouts?: Partial<ConnectionTimeouts>;
+  /** Return a refusal detail to refuse the peer (err auth + close, NOTES 8). */
+  admit?(remote: RemoteHello): string | undefined;
+  /** After both auths verify, before resume is processed. */
+  onAuthenticated?(conn: Connection): void | Promise<void>;
+  /** New (non-duplicate) content lines, committed and acked. */
+  onDeliver?(conn: Connection, lines: ReceivedLine[]): void;
+  /**
+   * Known non-content lines after auth that the connection does not consume
+   * itself: grant, presence and err (an addition to the lead's contract).
+   */
+  onControl?(conn: Connection, line: ReceivedLine): void;
+  /** Every line, in and out, for the log or an inspector. */
+  onLine?(conn: Connection, dir: "in" | "out", raw: string): void;
+  onClosed?(conn: Connection, reason: string): void;
+  /** xstate inspection, passed to createActor. */
+  inspect?: (event: unknown) => void;
+}
+
+/** Lines committed with store.receive (dedup, seen). */
+const COMMITTED: ReadonlySet<string> = new Set([...CONTENT_TYPES, "private"]);
+/** Committed lines that are acked. */
+const ACKED: ReadonlySet<string> = new Set([
+  "msg",
+  "state",
+  "mirror",
+  "private",
+]);
+/** Extension types: a schema failure drops the line instead of closing. */
+const EXTENSIONS: ReadonlySet<string> = new Set([
+  "presence",
+  "mirror",
+  "private",
+]);
+/** Core types the connection hands to onControl. */
+const CONTROL: ReadonlySet<string> = new Set(["grant", "presence", "err"]);
+/** How long a closing connection waits for queued lines to drain. */
+const DRAIN_MS = 1_000;
+
+const decoder = new TextDecoder();
+const lossy = new TextDecoder("utf-8", { fatal: false });
+
+function deferred<T>() {
+  let resolve!: (value: T) => void;
+  let reject!: (error: Error) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+type Obj = Record<string, unknown> & { t: string };
+
+/**
+ * One connection to a peer. Construct, then {@link Connection.start}.
+ *
+ * @example
+ * ```ts ignore
+ * import { Connection } from "./connection.ts";
+ * import { dial } from "./transport.ts";
+ * import { Signer } from "../wire/keys.ts";
+ * import { MemoryStore } from "../storage/memory_store.ts";
+ * const conn = new Connection({
+ *   transport: await dial("tcp:127.0.0.1:7000"),
+ *   signer: await Signer.generate(),
+ *   store: new MemoryStore(),
+ *   dialed: true,
+ * });
+ * conn.start();
+ * const remote = await conn.established;
+ * console.log("connected to", remote.name);
+ * await conn.bye("done");
+ * ```
+ */
+export class Connection {
+  /** We dialed this connection. */
+  readonly dialed: boolean;
+  /** The statechart actor (for inspection and tests). */
+  readonly actor: Actor<typeof connectionMachine>;
+  /** Resolves when open (after the peer's resume); rejects on close before. */
+  readonly established: Promise<RemoteHello>;
+  /** Resolves with the close reason. */
+  readonly closed: Promise<string>;
+
+  #o: ConnectionOptions;
+  #t: Transport;
+  #reader = new LineReader();
+  #myHello: Uint8Array | undefined;
+  #peerHello: Uint8Array | undefined;
+  #peer: RemoteHello | undefined;
+  #authed = false;
+  #opened = false;
+  #done = false;
+  #started = false;
+  #byeSent = false;
+  #theirSeen: Record<string, string> = {};
+  #sentUpTo = "";
+  #lastPing: { id: string; at: number } | undefined;
+  #rtt: number | undefined;
+  #out: Promise<void> = Promise.resolve();
+  #establishedD = deferred<RemoteHello>();
+  #closedD = deferred<string>();
+
+  /** Sets the connection up; nothing happens until {@link start}. */
+  constructor(options: ConnectionOptions) {
+    this.#o = options;
+    this.#t = options.transport;
+    this.dialed = options.dialed;
+    this.established = this.#establishedD.promise;
+    this.closed = this.#closedD.promise;
+    // Handled here so an unobserved failed handshake is not an unhandled rejection.
+    this.established.catch(() => {});
+    const machine = connectionMachine.provide({
+      actions: {
+        sendHello: () => this.#sendHello(),
+        sendAuth: () => this.#chain(() => this.#sendAuth()),
+        sendResume: () => this.#chain(() => this.#sendResume()),
+        replay: () => this.#chain(() => this.#replay()),
+        opened: () => {
+          this.#opened = true;
+          this.#establishedD.resolve(this.#peer!);
+        },
+        sendPing: () => this.#sendPing(),
+        sendBye: () => this.#sendBye(),
+        replyBye: () => this.#sendBye(),
+        sendErr: (_, params: SendErrParams) => this.#sendErr(params),
+        closeTransport: ({ context }) => void this.#shutdown(context.reason),
+      },
+    });
+    this.actor = createActor(machine, {
+      input: { timeouts: options.timeouts },
+      inspect: options.inspect,
+    });
+  }
+
+  /** Sends hello and starts reading. */
+  start(): void {
+    if (this.#started) return;
+    this.#started = true;
+    this.actor.start();
+    this.#t.start({
+      onData: (chunk) => this.#onData(chunk),
+      onEnd: (error) =>
+        this.#event({
+          type: "END",
+          reason: error
+            ? `read error: ${error.message}`
+            : "peer closed the connection",
+        }),
+    });
+  }
+
+  /** The peer's hello, once its auth verified. */
+  get remote(): RemoteHello | undefined {
+    return this.#authed ? this.#peer : undefined;
+  }
+
+  /** The protocol state: hello, auth, resume, open, closing or closed. */
+  get state(): string {
+    return stateName(this.actor.getSnapshot().value);
+  }
+
+  /** Last ping round trip in ms, if measured. */
+  get rtt(): number | undefined {
+    return this.#rtt;
+  }
+
+  /** Sends outboxed entries (committed, with ids) now if open; else they go on resume. */
+  sendEntries(entries: OutboxEntry[]): void {
+    if (!this.#opened || this.#done || this.#byeSent) return;
+    this.#chain(() => this.#writeEntries(entries));
+  }
+
+  /** Sends a non-outboxed line (err, presence, grant...) if open; `id` and `ts` are filled in when absent. */
+  sendLine(message: Record<string, unknown>): void {
+    if (!this.#opened || typeof message.t !== "string") return;
+    this.#send({
+      ...message,
+      t: message.t,
+      id: typeof message.id === "string" ? message.id : this.#o.store.nextId(),
+      ts: typeof message.ts === "string" ? message.ts : timestamp(),
+    });
+  }
+
+  /** Graceful close: bye, then closed on their bye or the bye timeout. */
+  async bye(reason?: string): Promise<void> {
+    this.#event({ type: "BYE", reason });
+    await this.closed;
+  }
+
+  /** Abrupt close. */
+  close(reason: string): void {
+    this.#event({ type: "CLOSE", reason });
+  }
+
+  // ---- statechart plumbing ----
+
+  #event(
+    event: Parameters<Actor<typeof connectionMachine>["send"]>[0],
+  ): void {
+    if (this.actor.getSnapshot().status === "active") this.actor.send(event);
+  }
+
+  #fail(code: string | undefined, detail: string, re?: string): void {
+    this.#event({ type: "FAIL", code, detail, re });
+  }
+
+  /** Runs ordered asynchronous output (auth, resume, replay, entries). */
+  #chain(task: () => Promise<void> | void): void {
+    this.#out = this.#out.then(task).catch((error) => {
+      this.#fail("internal", errorText(error));
+    });
+  }
+
+  // ---- output ----
+
+  #send(message: Obj): void {
+    if (this.#done || this.#byeSent || this.#t.closed) return;
+    let frame: Uint8Array;
+    try {
+      frame = encodeLine(message);
+    } catch (error) {
+      // Our own line too large or not JSON: a bug upstream, not the peer's.
+      this.#o.onLine?.(
+        this,
+        "out",
+        `{"t":"${message.t}"} not sent: ${errorText(error)}`,
+      );
+      return;
+    }
+    this.#o.onLine?.(
+      this,
+      "out",
+      decoder.decode(frame.subarray(0, frame.length - 1)),
+    );
+    this.#t.write(frame).catch((error) => {
+      this.#event({ type: "END", reason: `write failed: ${errorText(error)}` });
+    });
+  }
+
+  #sendHello(): void {
+    const hello: Obj = {
+      t: "hello",
+      id: this.#o.store.nextId(),
+      ts: timestamp(),
+      v: PROTOCOL_VERSION,
+      key: this.#o.signer.key,
+      nonce: randomNonce(32),
+      caps: this.#o.caps ?? ["chat"],
+    };
+    if (this.#o.name !== undefined) hello.name = this.#o.name;
+    if (this.#o.about !== undefined) hello.about = this.#o.about;
+    if (this.#o.addr !== undefined) hello.addr = this.#o.addr;
+    const frame = encodeLine(hello);
+    // The transcript covers the exact bytes, without the newline.
+    this.#myHello = frame.subarray(0, frame.length - 1);
+    this.#o.onLine?.(this, "out", decoder.decode(this.#myHello));
+    this.#t.write(frame).catch((error) => {
+      this.#event({ type: "END", reason: `write failed: ${errorText(error)}` });
+    });
+  }
+
+  async #sendAuth(): Promise<void> {
+    const sig = await this.#o.signer.sign(
+      authTranscript(this.#myHello!, this.#peerHello!),
+    );
+    const auth: Obj = {
+      t: "auth",
+      id: this.#o.store.nextId(),
+      ts: timestamp(),
+      sig: encodeBase64Url(sig),
+    };
+    if (this.#o.grants?.length) auth.grants = this.#o.grants;
+    this.#send(auth);
+  }
+
+  async #sendResume(): Promise<void> {
+    const seen = await this.#o.store.seen(this.#peer!.key);
+    this.#send({
+      t: "resume",
+      id: this.#o.store.nextId(),
+      ts: timestamp(),
+      seen,
+    });
+  }
+
+  async #replay(): Promise<void> {
+    const entries = await this.#o.store.replay(
+      this.#peer!.key,
+      this.#theirSeen,
+    );
+    await this.#writeEntries(entries);
+  }
+
+  async #writeEntries(entries: OutboxEntry[]): Promise<void> {
+    for (const entry of entries) {
+      if (this.#done || this.#byeSent) return;
+      // Ids increase in send order, so anything at or below is already out.
+      if (entry.id <= this.#sentUpTo) continue;
+      let line: Obj;
+      if (entry.chunk) {
+        try {
+          line = await chunkMessage(entry);
+        } catch (error) {
+          // The spooled file is gone: nothing to send; the blob layer decides.
+          this.#o.onLine?.(
+            this,
+            "out",
+            `chunk ${entry.id} not sent: ${errorText(error)}`,
+          );
+          continue;
+        }
+      } else {
+        const { t, ...rest } = entry.fields;
+        line = { t, id: entry.id, ts: entry.ts, ...rest };
+      }
+      this.#sentUpTo = entry.id;
+      this.#send(line);
+    }
+  }
+
+  #sendPing(): void {
+    const id = this.#o.store.nextId();
+    this.#lastPing = { id, at: Date.now() };
+    this.#send({ t: "ping", id, ts: timestamp() });
+  }
+
+  #sendBye(): void {
+    this.#send({ t: "bye", id: this.#o.store.nextId(), ts: timestamp() });
+    this.#byeSent = true;
+  }
+
+  #sendErr(params: SendErrParams): void {
+    const err: Obj = {
+      t: "err",
+      id: this.#o.store.nextId(),
+      ts: timestamp(),
+      code: params.code,
+      detail: params.detail,
+    };
+    if (params.re !== undefined) err.re = params.re;
+    this.#send(err);
+  }
+
+  async #shutdown(reason: string): Promise<void> {
+    if (this.#done) return;
+    this.#done = true;
+    // Let an err or bye just queued reach the peer, but not forever.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      this.#t.flush().catch(() => {}),
+      new Promise<void>((resolve) => timer = setTimeout(resolve, DRAIN_MS)),
+    ]);
+    clearTimeout(timer);
+    this.#t.close();
+    if (!this.#opened) this.#establishedD.reject(new Error(reason));
+    this.#closedD.resolve(reason);
+    this.#o.onClosed?.(this, reason);
+  }
+
+  // ---- input ----
+
+  async #onData(chunk: Uint8Array): Promise<void> {
+    if (this.#done) return;
+    const events = this.#reader.push(chunk);
+    if (events.length === 0) return;
+    this.#event({ type: "RECEIVED" });
+    const batch: Array<IncomingLine & { received: ReceivedLine }> = [];
+    const pending: Promise<unknown>[] = [];
+    try {
+      for (const ev of events) {
+        if (this.#done || this.actor.getSnapshot().status !== "active") break;
+        if (ev.kind === "too_large") {
+          await this.#commit(batch);
+          this.#fail(
+            "too_large",
+            `line of at least ${ev.size} bytes exceeds 1 MiB`,
+          );
+          break;
+        }
+        const parsed = parseLine(ev.bytes);
+        this.#o.onLine?.(
+          this,
+          "in",
+          parsed.ok ? parsed.raw : lossy.decode(ev.bytes),
+        );
+        if (!parsed.ok) {
+          await this.#commit(batch);
+          this.#fail("bad_frame", parsed.detail);
+          break;
+        }
+        const message = parsed.message;
+        const state = this.state;
+        if (state === "hello" || state === "auth") {
+          await this.#handshakeLine(state, message, ev.bytes);
+          continue;
+        }
+        if (state === "closing") {
+          // After our bye we send nothing, so we do not take content either:
+          // unacked, it is replayed on the next connection.
+          if (message.t === "bye") this.#event({ type: "PEER_BYE" });
+          else if (message.t === "err") this.#peerErr(message);
+          continue;
+        }
+        const t = message.t;
+        const valid = validateMessage(message);
+        if (!valid.ok) {
+          if (EXTENSIONS.has(t) || !isKnown(t)) continue;
+          await this.#commit(batch);
+          this.#fail(
+            "bad_frame",
+            `invalid ${t}: ${valid.errors[0] ?? "schema"}`,
+            idOf(message),
+          );
+          break;
+        }
+        const received = {
+          message: message as unknown as Message,
+          raw: parsed.raw,
+        };
+        if (COMMITTED.has(t)) {
+          batch.push({
+            id: message.id as string,
+            t,
+            th: typeof message.th === "string" ? message.th : undefined,
+            message,
+            raw: parsed.raw,
+            received,
+          });
+          continue;
+        }
+        switch (t) {
+          case "ack":
+            pending.push(
+              this.#o.store.acked(
+                this.#peer!.key,
+                message.th as string,
+                message.re as string,
+              ),
+            );
+            break;
+          case "ping":
+            this.#send({
+              t: "pong",
+              id: this.#o.store.nextId(),
+              ts: timestamp(),
+              re: message.id,
+            });
+            break;
+          case "pong":
+            if (this.#lastPing && message.re === this.#lastPing.id) {
+              this.#rtt = Date.now() - this.#lastPing.at;
+            }
+            break;
+          case "resume":
+            await this.#commit(batch);
+            if (this.state === "resume") {
+              this.#theirSeen = message.seen as Record<string, string>;
+              this.#event({ type: "RESUME" });
+            }
+            break;
+          case "bye":
+            await this.#commit(batch);
+            this.#event({
+              type: "PEER_BYE",
+              reason: typeof message.reason === "string"
+                ? message.reason
+                : undefined,
+            });
+            break;
+          case "err":
+            await this.#commit(batch);
+            this.#o.onControl?.(this, received);
+            this.#peerErr(message);
+            break;
+          default:
+            if (CONTROL.has(t)) this.#o.onControl?.(this, received);
+            // hello, auth again and unknown types: ignored (SPEC 5).
+        }
+      }
+      await this.#commit(batch);
+      await Promise.all(pending);
+    } catch (error) {
+      this.#fail("internal", `storage failed: ${errorText(error)}`);
+    }
+  }
+
+  #peerErr(message: Obj): void {
+    this.#event({
+      type: "PEER_ERR",
+      code: String(message.code),
+      detail: typeof message.detail === "string" ? message.detail : undefined,
+    });
+  }
+
+  /** Group commit, then acks, then delivery of the new lines. */
+  async #commit(
+    batch: Array<IncomingLine & { received: ReceivedLine }>,
+  ): Promise<void> {
+    if (batch.length === 0) return;
+    const lines = batch.splice(0);
+    const outcomes = await this.#o.store.receive(
+      this.#peer!.key,
+      lines.map(({ id, t, th, message, raw }) => ({ id, t, th, message, raw })),
+    );
+    const fresh: ReceivedLine[] = [];
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i];
+      if (ACKED.has(line.t)) {
+        this.#send({
+          t: "ack",
+          id: this.#o.store.nextId(),
+          ts: timestamp(),
+          th: line.th,
+          re: line.id,
+        });
+      }
+      if (!outcomes[i]?.duplicate) fresh.push(line.received);
+    }
+    if (fresh.length) this.#o.onDeliver?.(this, fresh);
+  }
+
+  async #handshakeLine(
+    state: string,
+    message: Obj,
+    bytes: Uint8Array,
+  ): Promise<void> {
+    const t = message.t;
+    if (t === "err") return this.#peerErr(message);
+    if (t === "bye") return this.#event({ type: "PEER_BYE" });
+    if (state === "hello" && t === "hello") {
+      return this.#onHello(message, bytes);
+    }
+    if (state === "auth" && t === "auth") return await this.#onAuth(message);
+    if (t === "hello") {
+      return this.#fail("bad_frame", "a second hello", idOf(message));
+    }
+    if (t === "auth" || PRE_AUTH_FORBIDDEN.has(t)) {
+      return this.#fail("auth", `${t} before auth completed`, idOf(message));
+    }
+    // ping, pong, extensions and unknown types before auth: ignored.
+  }
+
+  #onHello(message: Obj, bytes: Uint8Array): void {
+    const id = idOf(message);
+    if (message.v !== PROTOCOL_VERSION && message.v !== undefined) {
+      return this.#fail(
+        "version",
+        `this peer speaks awp v${PROTOCOL_VERSION}`,
+        id,
+      );
+    }
+    if (typeof message.key === "string" && !isKey(message.key)) {
+      return this.#fail("auth", "hello key is not an ed25519 key", id);
+    }
+    const valid = validateMessage(message);
+    if (!valid.ok) {
+      return this.#fail(
+        "bad_frame",
+        `invalid hello: ${valid.errors[0] ?? "schema"}`,
+        id,
+      );
+    }
+    if (message.key === this.#o.signer.key) {
+      return this.#fail("auth", "hello carries our own key", id);
+    }
+    this.#peerHello = bytes;
+    const caps = Array.isArray(message.caps)
+      ? message.caps.filter((c): c is string => typeof c === "string")
+      : [];
+    this.#peer = {
+      key: message.key as string,
+      caps,
+      nonce: message.nonce as string,
+      grants: [],
+      ...(typeof message.name === "string" ? { name: message.name } : {}),
+      ...(typeof message.about === "string" ? { about: message.about } : {}),
+      ...(typeof message.addr === "string" ? { addr: message.addr } : {}),
+    };
+    this.#event({ type: "HELLO_OK" });
+  }
+
+  async #onAuth(message: Obj): Promise<void> {
+    const id = idOf(message);
+    if (typeof message.sig !== "string") {
+      return this.#fail("auth", "auth has no signature", id);
+    }
+    let sig: Uint8Array;
+    try {
+      sig = decodeBase64(message.sig);
+    } catch {
+      return this.#fail("auth", "auth signature is not base64url", id);
+    }
+    const ok = await verify(
+      this.#peer!.key,
+      authTranscript(this.#peerHello!, this.#myHello!),
+      sig,
+    );
+    if (!ok) return this.#fail("auth", "auth signature does not verify", id);
+    const valid = validateMessage(message);
+    if (!valid.ok) {
+      return this.#fail(
+        "bad_frame",
+        `invalid auth: ${valid.errors[0] ?? "schema"}`,
+        id,
+      );
+    }
+    if (Array.isArray(message.grants)) {
+      this.#peer!.grants = message.grants as Grant[];
+    }
+    const refusal = this.#o.admit?.(this.#peer!);
+    if (refusal !== undefined) return this.#fail("auth", refusal, id);
+    this.#authed = true;
+    await this.#o.onAuthenticated?.(this);
+    if (this.state === "auth") this.#event({ type: "AUTH_OK" });
+  }
+}
+
+function idOf(message: Obj): string | undefined {
+  return typeof message.id === "string" ? message.id : undefined;
+}
+
+const KNOWN: ReadonlySet<string> = new Set<string>(MESSAGE_TYPES);
+
+function isKnown(t: string): boolean {
+  return KNOWN.has(t);
+}

@@ -1,0 +1,426 @@
+/**
+ * The statechart of one AWP connection, as data (SPEC sections 7, 9.4-9.7).
+ *
+ * States are named after the protocol:
+ * - `handshake.hello`: our hello is sent at once; we await theirs.
+ * - `handshake.auth`: our auth is sent; we verify theirs.
+ * - `resume`: our resume is sent; we await theirs.
+ * - `open`: traffic flows; the `liveness` region pings after `pingInterval`
+ *   without receiving anything and declares the connection dead after two
+ *   missed pongs.
+ * - `closing`: our bye is sent, nothing else is; we close on their bye or
+ *   after `byeTimeout`.
+ * - `closed`: final.
+ *
+ * The machine does no I/O: every side effect is a named action that
+ * {@link Connection} (actors/connection.ts) implements with `.provide()`, so
+ * the chart can be walked on its own with simulated time.
+ *
+ * @module
+ */
+
+import { assign, setup } from "xstate";
+
+/** The connection's timeouts, in milliseconds. */
+export interface ConnectionTimeouts {
+  /** From connect until both auths verified (SPEC does not fix it). */
+  handshake: number;
+  /** From sending our resume until theirs arrives. */
+  resume: number;
+  /** From sending bye until we close anyway (SPEC 9.6). */
+  bye: number;
+  /** Idle time before a ping, and the wait for each pong (SPEC 9.4); 0 disables pinging. */
+  pingInterval: number;
+}
+
+/**
+ * Default timeouts: handshake 20 s, resume 10 s, bye 5 s, ping every 30 s.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_TIMEOUTS } from "./connection_machine.ts";
+ * console.log(DEFAULT_TIMEOUTS.bye); // 5000
+ * ```
+ */
+export const DEFAULT_TIMEOUTS: Readonly<ConnectionTimeouts> = Object.freeze({
+  handshake: 20_000,
+  resume: 10_000,
+  bye: 5_000,
+  pingInterval: 30_000,
+});
+
+/** Error codes that close the connection (SPEC 9.7, NOTES item 9 for too_large). */
+const CLOSING_CODES: ReadonlySet<string> = new Set([
+  "bad_frame",
+  "version",
+  "auth",
+  "too_large",
+]);
+
+/** What the connection tells its statechart. */
+export type ConnectionEvent =
+  /** Their hello is valid; send our auth. */
+  | { type: "HELLO_OK" }
+  /** Their auth verified and they are admitted; send our resume. */
+  | { type: "AUTH_OK" }
+  /** Their resume arrived; replay and open. */
+  | { type: "RESUME" }
+  /** Lines arrived (proof of life, pongs included). */
+  | { type: "RECEIVED" }
+  /** They sent an err line. */
+  | { type: "PEER_ERR"; code: string; detail?: string }
+  /** They broke the protocol: send err `code` (if any) and close. */
+  | { type: "FAIL"; code?: string; detail: string; re?: string }
+  /** We say bye (graceful close). */
+  | { type: "BYE"; reason?: string }
+  /** They said bye. */
+  | { type: "PEER_BYE"; reason?: string }
+  /** The transport ended (EOF or read error). */
+  | { type: "END"; reason: string }
+  /** We close abruptly. */
+  | { type: "CLOSE"; reason: string };
+
+/** The statechart's context. */
+export interface ConnectionContext {
+  timeouts: ConnectionTimeouts;
+  /** Pings sent since anything was last received. */
+  missed: number;
+  /** Why the connection closed (set on the way to `closed`). */
+  reason: string;
+}
+
+/** Input of {@link connectionMachine}. */
+export interface ConnectionInput {
+  timeouts?: Partial<ConnectionTimeouts>;
+}
+
+/** Parameters of the `sendErr` action. */
+export interface SendErrParams {
+  code: string;
+  detail: string;
+  re?: string;
+}
+
+const noop = () => {};
+
+/**
+ * The connection statechart. Actions are no-ops here; actors/connection.ts
+ * provides the real ones. Named delays: `handshakeTimeout`, `resumeTimeout`,
+ * `byeTimeout`, `pingInterval`, read from `input.timeouts`.
+ *
+ * @example
+ * ```ts
+ * import { createActor } from "xstate";
+ * import { connectionMachine } from "./connection_machine.ts";
+ * const actor = createActor(connectionMachine, { input: {} }).start();
+ * actor.send({ type: "HELLO_OK" });
+ * console.log(actor.getSnapshot().value); // { handshake: "auth" }
+ * actor.stop();
+ * ```
+ */
+export const connectionMachine = setup({
+  types: {
+    context: {} as ConnectionContext,
+    events: {} as ConnectionEvent,
+    input: {} as ConnectionInput,
+  },
+  actions: {
+    /** Write our hello (done before anything else). */
+    sendHello: noop,
+    /** Sign the transcript and write our auth. */
+    sendAuth: noop,
+    /** Write our resume with what we have seen. */
+    sendResume: noop,
+    /** Replay the outbox after their resume. */
+    replay: noop,
+    /** The connection is established. */
+    opened: noop,
+    /** Write a ping. */
+    sendPing: noop,
+    /** Write our bye; nothing is written after it. */
+    sendBye: noop,
+    /** Answer their bye with ours. */
+    replyBye: noop,
+    /** Write an err line. */
+    sendErr: (_: unknown, _params: SendErrParams) => {},
+    /** Flush what is queued (bounded) and close the transport. */
+    closeTransport: noop,
+    countPing: assign({ missed: ({ context }) => context.missed + 1 }),
+    resetMissed: assign({ missed: 0 }),
+    setReason: assign({
+      reason: (_, params: { reason: string }) => params.reason,
+    }),
+  },
+  guards: {
+    pingEnabled: ({ context }) => context.timeouts.pingInterval > 0,
+    twoMissed: ({ context }) => context.missed >= 2,
+    closingCode: ({ event }) =>
+      event.type === "PEER_ERR" && CLOSING_CODES.has(event.code),
+    hasCode: ({ event }) => event.type === "FAIL" && event.code !== undefined,
+  },
+  delays: {
+    handshakeTimeout: ({ context }) => context.timeouts.handshake,
+    resumeTimeout: ({ context }) => context.timeouts.resume,
+    byeTimeout: ({ context }) => context.timeouts.bye,
+    pingInterval: ({ context }) => context.timeouts.pingInterval,
+  },
+}).createMachine({
+  id: "connection",
+  context: ({ input }) => ({
+    timeouts: { ...DEFAULT_TIMEOUTS, ...input.timeouts },
+    missed: 0,
+    reason: "",
+  }),
+  initial: "handshake",
+  // Valid in every non-final state unless a state overrides it.
+  on: {
+    END: {
+      target: ".closed",
+      actions: {
+        type: "setReason",
+        params: ({ event }) => ({ reason: event.reason }),
+      },
+    },
+    CLOSE: {
+      target: ".closed",
+      actions: {
+        type: "setReason",
+        params: ({ event }) => ({ reason: event.reason }),
+      },
+    },
+    FAIL: [
+      {
+        guard: "hasCode",
+        target: ".closed",
+        actions: [
+          {
+            type: "sendErr",
+            params: ({ event }) => ({
+              code: event.code ?? "internal",
+              detail: event.detail,
+              re: event.re,
+            }),
+          },
+          {
+            type: "setReason",
+            params: ({ event }) => ({
+              reason: `${event.code}: ${event.detail}`,
+            }),
+          },
+        ],
+      },
+      {
+        target: ".closed",
+        actions: {
+          type: "setReason",
+          params: ({ event }) => ({ reason: event.detail }),
+        },
+      },
+    ],
+    PEER_ERR: {
+      guard: "closingCode",
+      target: ".closed",
+      actions: {
+        type: "setReason",
+        params: ({ event }) => ({
+          reason: `peer sent err ${event.code}${
+            event.detail ? `: ${event.detail}` : ""
+          }`,
+        }),
+      },
+    },
+  },
+  states: {
+    handshake: {
+      initial: "hello",
+      after: {
+        handshakeTimeout: {
+          target: "closed",
+          actions: {
+            type: "setReason",
+            params: { reason: "handshake timeout" },
+          },
+        },
+      },
+      on: {
+        // Before auth there is no session to close gracefully.
+        BYE: {
+          target: "closed",
+          actions: {
+            type: "setReason",
+            params: ({ event }) => ({ reason: event.reason ?? "bye" }),
+          },
+        },
+        PEER_BYE: {
+          target: "closed",
+          actions: {
+            type: "setReason",
+            params: ({ event }) => ({
+              reason: `peer said bye during the handshake${
+                event.reason ? `: ${event.reason}` : ""
+              }`,
+            }),
+          },
+        },
+      },
+      states: {
+        hello: {
+          entry: "sendHello",
+          on: { HELLO_OK: { target: "auth", actions: "sendAuth" } },
+        },
+        auth: {
+          on: {
+            AUTH_OK: { target: "#connection.resume", actions: "sendResume" },
+          },
+        },
+      },
+    },
+    resume: {
+      after: {
+        resumeTimeout: {
+          target: "closed",
+          actions: {
+            type: "setReason",
+            params: { reason: "no resume from the peer in time" },
+          },
+        },
+      },
+      on: {
+        RESUME: { target: "open", actions: "replay" },
+        BYE: "closing",
+        PEER_BYE: {
+          target: "closed",
+          actions: [
+            "replyBye",
+            {
+              type: "setReason",
+              params: ({ event }) => ({
+                reason: `peer said bye${
+                  event.reason ? `: ${event.reason}` : ""
+                }`,
+              }),
+            },
+          ],
+        },
+      },
+    },
+    open: {
+      type: "parallel",
+      entry: "opened",
+      on: {
+        BYE: "closing",
+        PEER_BYE: {
+          target: "closed",
+          actions: [
+            "replyBye",
+            {
+              type: "setReason",
+              params: ({ event }) => ({
+                reason: `peer said bye${
+                  event.reason ? `: ${event.reason}` : ""
+                }`,
+              }),
+            },
+          ],
+        },
+      },
+      states: {
+        traffic: {},
+        liveness: {
+          initial: "start",
+          on: {
+            RECEIVED: {
+              target: ".idle",
+              reenter: true,
+              actions: "resetMissed",
+            },
+          },
+          states: {
+            start: {
+              always: [{ guard: "pingEnabled", target: "idle" }, {
+                target: "off",
+              }],
+            },
+            off: {
+              on: { RECEIVED: {} },
+            },
+            idle: {
+              after: { pingInterval: "pinging" },
+            },
+            pinging: {
+              entry: ["countPing", "sendPing"],
+              after: {
+                pingInterval: [
+                  {
+                    guard: "twoMissed",
+                    target: "#connection.closed",
+                    actions: {
+                      type: "setReason",
+                      params: { reason: "dead: two pings without a pong" },
+                    },
+                  },
+                  { target: "pinging", reenter: true },
+                ],
+              },
+            },
+          },
+        },
+      },
+    },
+    closing: {
+      entry: "sendBye",
+      after: {
+        byeTimeout: {
+          target: "closed",
+          actions: {
+            type: "setReason",
+            params: { reason: "bye: no answer in time" },
+          },
+        },
+      },
+      on: {
+        PEER_BYE: {
+          target: "closed",
+          actions: { type: "setReason", params: { reason: "bye" } },
+        },
+        // After bye we send nothing else: no err either.
+        FAIL: {
+          target: "closed",
+          actions: {
+            type: "setReason",
+            params: ({ event }) => ({ reason: event.detail }),
+          },
+        },
+        BYE: {},
+      },
+    },
+    closed: {
+      type: "final",
+      entry: "closeTransport",
+    },
+  },
+});
+
+/**
+ * The protocol name of a snapshot value: the leaf state that matters
+ * ("hello", "auth", "resume", "open", "closing" or "closed").
+ *
+ * @example
+ * ```ts
+ * import { stateName } from "./connection_machine.ts";
+ * console.log(stateName({ handshake: "auth" })); // "auth"
+ * console.log(stateName({ open: { traffic: {}, liveness: "idle" } })); // "open"
+ * ```
+ */
+export function stateName(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (value !== null && typeof value === "object") {
+    if ("handshake" in value) {
+      return String((value as { handshake: unknown }).handshake);
+    }
+    if ("open" in value) return "open";
+    const [first] = Object.keys(value);
+    if (first !== undefined) return first;
+  }
+  return String(value);
+}
