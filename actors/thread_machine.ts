@@ -1,0 +1,351 @@
+/**
+ * The statechart of one thread with one remote peer (SPEC 8; NOTES item 12).
+ *
+ * One actor per (peer, th). The first msg with a new `th` creates it and
+ * gives it its subject. It keeps both sides' soft states in two parallel
+ * regions, `mine` and `theirs`, whose states are the conventional words
+ * (open, working, waiting, done, failed, closed) plus `other` for any other
+ * word (the word itself is in the context). Received msgs are emitted to the
+ * application in the order they are sent to the actor, and counted unread
+ * until the application reports them read.
+ *
+ * The machine does no I/O: the caller feeds it lines that are already
+ * durable (received and committed, or enqueued) and persists the record it
+ * emits with `changed`. A side's state time is the line's `ts`; the
+ * record's `updated` is local time, so the retention window does not depend
+ * on the remote's clock.
+ *
+ * @module
+ */
+
+import { assign, emit, enqueueActions, setup } from "xstate";
+import { timestamp } from "../wire/time.ts";
+import type { Msg, State } from "../wire/types.ts";
+import type { SideState, ThreadRecord } from "../storage/store.ts";
+
+/** The conventional soft-state words (SPEC 8.1), in table order. */
+export const SOFT_STATES = [
+  "open",
+  "working",
+  "waiting",
+  "done",
+  "failed",
+  "closed",
+] as const;
+
+/** One of the conventional soft-state words. */
+export type SoftState = typeof SOFT_STATES[number];
+
+/** Words that end a thread for the reconnect rule (NOTES item 12). */
+export const ENDING_STATES: ReadonlySet<string> = new Set([
+  "done",
+  "failed",
+  "closed",
+]);
+
+/** Options of {@linkcode isThreadOpen}. */
+export interface ThreadOpenOptions {
+  /** Also require activity within this many ms (the retention window). */
+  retentionMs?: number;
+  /** The current time in ms since the epoch; `Date.now()` by default. */
+  now?: number;
+}
+
+/**
+ * Whether a thread is still open for the reconnect rule: until either side
+ * reports done, failed or closed (NOTES item 12). With `retentionMs`, also
+ * only if it was updated within that window.
+ *
+ * @example
+ * ```ts
+ * import { isThreadOpen } from "./thread_machine.ts";
+ * const base = { peer: "p", th: "t1", created: "2026-01-01T00:00:00Z", updated: "2026-01-01T00:00:00Z", unread: 0 };
+ * console.log(isThreadOpen(base)); // true
+ * console.log(isThreadOpen({ ...base, theirs: { state: "done", ts: base.created } })); // false
+ * ```
+ */
+export function isThreadOpen(
+  record: ThreadRecord,
+  options: ThreadOpenOptions = {},
+): boolean {
+  if (record.mine && ENDING_STATES.has(record.mine.state)) return false;
+  if (record.theirs && ENDING_STATES.has(record.theirs.state)) return false;
+  if (options.retentionMs !== undefined) {
+    const updated = Date.parse(record.updated);
+    const now = options.now ?? Date.now();
+    if (!Number.isFinite(updated) || now - updated > options.retentionMs) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/** Input of {@linkcode threadMachine}. */
+export interface ThreadInput {
+  /** The remote peer's key. */
+  peer: string;
+  th: string;
+  /** The stored record, when the thread already exists. */
+  record?: ThreadRecord;
+  /** Creation time of a new thread; now by default. */
+  created?: string;
+}
+
+/** What the caller tells a thread actor. */
+export type ThreadEvent =
+  /** A msg from the remote, already committed. */
+  | { type: "MSG_IN"; message: Msg }
+  /** A state from the remote, already committed. */
+  | { type: "STATE_IN"; message: State }
+  /** A msg of ours, already enqueued. */
+  | { type: "MSG_OUT"; message: Msg }
+  /** A state of ours, already enqueued. */
+  | { type: "STATE_OUT"; message: State }
+  /** The application read `count` messages (all when absent). */
+  | { type: "READ"; count?: number };
+
+/**
+ * Maps a msg or state line and its direction to the thread event.
+ *
+ * @example
+ * ```ts
+ * import { threadEvent } from "./thread_machine.ts";
+ * const e = threadEvent("in", { t: "state", id: "1", ts: "2026-01-01T00:00:00Z", th: "t", state: "working" });
+ * console.log(e.type); // "STATE_IN"
+ * ```
+ */
+export function threadEvent(
+  dir: "in" | "out",
+  message: Msg | State,
+): ThreadEvent {
+  if (message.t === "msg") {
+    return dir === "in"
+      ? { type: "MSG_IN", message }
+      : { type: "MSG_OUT", message };
+  }
+  return dir === "in"
+    ? { type: "STATE_IN", message }
+    : { type: "STATE_OUT", message };
+}
+
+/** What a thread actor emits (subscribe with `actor.on(type, fn)`). */
+export type ThreadEmitted =
+  /** A received msg for the application, in order. */
+  | { type: "message"; peer: string; th: string; message: Msg; unread: number }
+  /** One side's soft state changed. */
+  | {
+    type: "state";
+    peer: string;
+    th: string;
+    side: "mine" | "theirs";
+    state: SideState;
+  }
+  /** The record changed: persist it. */
+  | { type: "changed"; record: ThreadRecord };
+
+/** The thread actor's context. */
+export interface ThreadContext {
+  record: ThreadRecord;
+  /** Msgs this actor has seen (the first one names the subject). */
+  msgs: number;
+  /** Ids of the last few received lines, to drop a redelivered one. */
+  recent: string[];
+}
+
+const RECENT = 64;
+
+function sideState(message: State): SideState {
+  const side: SideState = { state: message.state, ts: message.ts };
+  if (message.note !== undefined) side.note = message.note;
+  return side;
+}
+
+// Each region resolves its word to a chart state through a transient
+// `resolving` state, both at start (from a stored record) and on change.
+function resolving(side: "mine" | "theirs") {
+  return {
+    always: [
+      ...SOFT_STATES.map((word) => ({
+        guard: { type: "sideIs" as const, params: { side, word } },
+        target: word,
+      })),
+      {
+        guard: { type: "sideUnset" as const, params: { side } },
+        target: "open",
+      },
+      { target: "other" },
+    ],
+  };
+}
+
+const WORD_STATES = {
+  open: {},
+  working: {},
+  waiting: {},
+  done: {},
+  failed: {},
+  closed: {},
+  /** Any word outside the convention; `context.record[side].state` has it. */
+  other: {},
+};
+
+/**
+ * The thread statechart: parallel regions `mine` and `theirs`.
+ *
+ * @example
+ * ```ts
+ * import { createActor } from "xstate";
+ * import { threadMachine } from "./thread_machine.ts";
+ * const actor = createActor(threadMachine, { input: { peer: "ed25519:x", th: "t1" } });
+ * actor.on("message", (e) => console.log(e.message.parts));
+ * actor.start();
+ * actor.send({ type: "MSG_IN", message: { t: "msg", id: "01", ts: "2026-01-01T00:00:00Z", th: "t1", subject: "Hi", parts: [] } });
+ * actor.send({ type: "STATE_IN", message: { t: "state", id: "02", ts: "2026-01-01T00:00:01Z", th: "t1", state: "working" } });
+ * console.log(actor.getSnapshot().value); // { mine: "open", theirs: "working" }
+ * actor.stop();
+ * ```
+ */
+export const threadMachine = setup({
+  types: {
+    context: {} as ThreadContext,
+    events: {} as ThreadEvent,
+    input: {} as ThreadInput,
+    emitted: {} as ThreadEmitted,
+  },
+  guards: {
+    sideIs: ({ context }, params: { side: "mine" | "theirs"; word: string }) =>
+      context.record[params.side]?.state === params.word,
+    sideUnset: ({ context }, params: { side: "mine" | "theirs" }) =>
+      context.record[params.side] === undefined,
+    isRedelivery: ({ context, event }) =>
+      (event.type === "MSG_IN" || event.type === "STATE_IN") &&
+      context.recent.includes(event.message.id),
+  },
+  actions: {
+    remember: assign(({ context, event }) => {
+      if (event.type !== "MSG_IN" && event.type !== "STATE_IN") return {};
+      return { recent: [...context.recent, event.message.id].slice(-RECENT) };
+    }),
+    takeMsg: assign(({ context, event }) => {
+      if (event.type !== "MSG_IN" && event.type !== "MSG_OUT") return {};
+      const message = event.message;
+      const record: ThreadRecord = {
+        ...context.record,
+        updated: timestamp(),
+      };
+      // SPEC 9.1: subject is only meaningful on the first message.
+      if (
+        context.msgs === 0 && record.subject === undefined &&
+        message.subject !== undefined
+      ) {
+        record.subject = message.subject;
+      }
+      if (event.type === "MSG_IN") record.unread = context.record.unread + 1;
+      return { record, msgs: context.msgs + 1 };
+    }),
+    setSide: assign(
+      ({ context, event }, params: { side: "mine" | "theirs" }) => {
+        if (event.type !== "STATE_IN" && event.type !== "STATE_OUT") return {};
+        return {
+          record: {
+            ...context.record,
+            [params.side]: sideState(event.message),
+            updated: timestamp(),
+          },
+        };
+      },
+    ),
+    markRead: assign(({ context, event }) => {
+      if (event.type !== "READ") return {};
+      const unread = event.count === undefined ? 0 : Math.max(
+        0,
+        context.record.unread - Math.max(0, Math.floor(event.count)),
+      );
+      return { record: { ...context.record, unread } };
+    }),
+    deliver: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== "MSG_IN") return;
+      enqueue.emit({
+        type: "message",
+        peer: context.record.peer,
+        th: context.record.th,
+        message: event.message,
+        unread: context.record.unread,
+      });
+    }),
+    announceSide: enqueueActions(
+      ({ context, enqueue }, params: { side: "mine" | "theirs" }) => {
+        const state = context.record[params.side];
+        if (!state) return;
+        enqueue.emit({
+          type: "state",
+          peer: context.record.peer,
+          th: context.record.th,
+          side: params.side,
+          state,
+        });
+      },
+    ),
+    changed: emit(({ context }) => ({
+      type: "changed" as const,
+      record: context.record,
+    })),
+  },
+}).createMachine({
+  id: "thread",
+  type: "parallel",
+  context: ({ input }) => {
+    const created = input.created ?? timestamp();
+    const record: ThreadRecord = input.record ? { ...input.record } : {
+      peer: input.peer,
+      th: input.th,
+      created,
+      updated: created,
+      unread: 0,
+    };
+    // A stored thread already had its first message.
+    return { record, msgs: input.record ? 1 : 0, recent: [] };
+  },
+  on: {
+    MSG_IN: [
+      { guard: "isRedelivery" },
+      { actions: ["remember", "takeMsg", "deliver", "changed"] },
+    ],
+    MSG_OUT: { actions: ["takeMsg", "changed"] },
+    READ: { actions: ["markRead", "changed"] },
+  },
+  states: {
+    mine: {
+      initial: "resolving",
+      on: {
+        STATE_OUT: {
+          target: ".resolving",
+          actions: [
+            { type: "setSide", params: { side: "mine" } },
+            { type: "announceSide", params: { side: "mine" } },
+            "changed",
+          ],
+        },
+      },
+      states: { resolving: resolving("mine"), ...WORD_STATES },
+    },
+    theirs: {
+      initial: "resolving",
+      on: {
+        STATE_IN: [
+          { guard: "isRedelivery" },
+          {
+            target: ".resolving",
+            actions: [
+              "remember",
+              { type: "setSide", params: { side: "theirs" } },
+              { type: "announceSide", params: { side: "theirs" } },
+              "changed",
+            ],
+          },
+        ],
+      },
+      states: { resolving: resolving("theirs"), ...WORD_STATES },
+    },
+  },
+});

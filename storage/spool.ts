@@ -1,0 +1,416 @@
+/**
+ * The outgoing blob spool: a file the user sends is first copied (snapshot)
+ * into the peer's spool directory, so the user may change or delete the
+ * original while its chunks are still queued or being replayed after a
+ * reconnect. Chunks are then read back from the spool by position, never by
+ * loading the whole file (SPEC 9.3; NOTES item 1: chunks carry `th` and go
+ * out before the msg that names the blob).
+ *
+ * @module
+ */
+
+import { createHash, randomBytes } from "node:crypto";
+import { encodeBase64 } from "../wire/base64.ts";
+import type {
+  BlobRecord,
+  ChunkSource,
+  OutboxDraft,
+  OutboxEntry,
+} from "./store.ts";
+
+/** Recommended chunk payload size before encoding (SPEC 9.3): 256 KiB. */
+export const DEFAULT_CHUNK_SIZE = 262144;
+
+/** Recommended local blob size limit (SPEC 10.1): 50 MiB. */
+export const DEFAULT_MAX_BLOB_BYTES = 50 * 1024 * 1024;
+
+// Copy buffer: one chunk's worth, so memory stays flat for any file size.
+const COPY_BUFFER = 262144;
+
+/** A file snapshotted into the spool, ready to be chunked. */
+export interface SpooledBlob {
+  /** Path of the spooled copy. */
+  path: string;
+  /** Size in bytes of the copy (what will be sent). */
+  size: number;
+  /** Lowercase hex sha256 of the copy. */
+  sha256: string;
+  /** The blob's ref, as the chunks and the blob part carry it. */
+  ref: string;
+}
+
+/** Options of {@linkcode snapshotToSpool}. */
+export interface SnapshotOptions {
+  /** Our blob limit in bytes: bigger files are refused before any copy. */
+  maxBytes: number;
+  /** The ref to use; a fresh random one by default. */
+  ref?: string;
+}
+
+/**
+ * Thrown when a file to send is over our blob limit. Nothing was copied or
+ * queued.
+ *
+ * @example
+ * ```ts
+ * import { BlobTooLargeError } from "./spool.ts";
+ * const e = new BlobTooLargeError("/tmp/big.iso", 60_000_000, 52_428_800);
+ * console.log(e.message);
+ * ```
+ */
+export class BlobTooLargeError extends Error {
+  /** The offending file. */
+  readonly path: string;
+  /** Its size in bytes (at least this many). */
+  readonly size: number;
+  /** The limit it went over. */
+  readonly limit: number;
+
+  /** Builds the error; the message is one line. */
+  constructor(path: string, size: number, limit: number) {
+    super(
+      `blob too large: ${path} is ${size} bytes, over the ${limit} byte limit`,
+    );
+    this.name = "BlobTooLargeError";
+    this.path = path;
+    this.size = size;
+    this.limit = limit;
+  }
+}
+
+/**
+ * Thrown when a file to send (or a spooled copy) is missing, unreadable or
+ * not a regular file, or a ref cannot be used as a file name.
+ *
+ * @example
+ * ```ts
+ * import { BlobSourceError } from "./spool.ts";
+ * console.log(new BlobSourceError("/nope", "not found").message);
+ * ```
+ */
+export class BlobSourceError extends Error {
+  /** The file concerned. */
+  readonly path: string;
+
+  /** Builds the error; the message is one line. */
+  constructor(path: string, reason: string) {
+    super(`cannot send ${path}: ${reason}`);
+    this.name = "BlobSourceError";
+    this.path = path;
+  }
+}
+
+const SAFE_REF = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$/;
+
+/**
+ * A fresh random blob ref such as `blob_3f9a0c...` (safe as a file name).
+ *
+ * @example
+ * ```ts
+ * import { newBlobRef } from "./spool.ts";
+ * console.log(newBlobRef().startsWith("blob_")); // true
+ * ```
+ */
+export function newBlobRef(): string {
+  return `blob_${randomBytes(12).toString("hex")}`;
+}
+
+function reason(error: unknown): string {
+  if (error instanceof Deno.errors.NotFound) return "no such file";
+  if (error instanceof Deno.errors.PermissionDenied) return "permission denied";
+  if (error instanceof Deno.errors.IsADirectory) return "is a directory";
+  const text = error instanceof Error ? error.message : String(error);
+  return text.split("\n")[0];
+}
+
+async function writeAll(file: Deno.FsFile, bytes: Uint8Array): Promise<void> {
+  let done = 0;
+  while (done < bytes.length) done += await file.write(bytes.subarray(done));
+}
+
+/**
+ * Copies `sourcePath` into `spoolDir` as `<ref>` by streaming (memory stays
+ * flat), hashing as it goes, fsyncs and renames it into place, and returns
+ * what was spooled. A file over `maxBytes` is refused with
+ * {@linkcode BlobTooLargeError} before anything is copied (and again if it
+ * grows during the copy); a missing or unreadable file with
+ * {@linkcode BlobSourceError}.
+ *
+ * @example
+ * ```ts
+ * import { snapshotToSpool } from "./spool.ts";
+ * const dir = await Deno.makeTempDir();
+ * await Deno.writeTextFile(`${dir}/a.txt`, "hello");
+ * const blob = await snapshotToSpool(`${dir}/spool`, `${dir}/a.txt`, { maxBytes: 1024 });
+ * console.log(blob.size, blob.sha256.length); // 5 64
+ * await Deno.remove(dir, { recursive: true });
+ * ```
+ */
+export async function snapshotToSpool(
+  spoolDir: string,
+  sourcePath: string,
+  options: SnapshotOptions,
+): Promise<SpooledBlob> {
+  const limit = options.maxBytes;
+  const ref = options.ref ?? newBlobRef();
+  if (!SAFE_REF.test(ref)) {
+    throw new BlobSourceError(
+      sourcePath,
+      `ref ${JSON.stringify(ref)} is not a safe file name`,
+    );
+  }
+  let source: Deno.FsFile;
+  try {
+    source = await Deno.open(sourcePath, { read: true });
+  } catch (error) {
+    throw new BlobSourceError(sourcePath, reason(error));
+  }
+  const target = `${spoolDir}/${ref}`;
+  const temp = `${target}.tmp-${randomBytes(6).toString("hex")}`;
+  let out: Deno.FsFile | undefined;
+  try {
+    let info: Deno.FileInfo;
+    try {
+      info = await source.stat();
+    } catch (error) {
+      throw new BlobSourceError(sourcePath, reason(error));
+    }
+    if (!info.isFile) {
+      throw new BlobSourceError(sourcePath, "not a regular file");
+    }
+    // Checked before anything is written, so nothing is spooled or queued.
+    if (info.size > limit) {
+      throw new BlobTooLargeError(sourcePath, info.size, limit);
+    }
+
+    await Deno.mkdir(spoolDir, { recursive: true });
+    out = await Deno.open(temp, { write: true, createNew: true });
+    const hash = createHash("sha256");
+    const buffer = new Uint8Array(COPY_BUFFER);
+    let size = 0;
+    while (true) {
+      let n: number | null;
+      try {
+        n = await source.read(buffer);
+      } catch (error) {
+        throw new BlobSourceError(sourcePath, reason(error));
+      }
+      if (n === null) break;
+      size += n;
+      // The file may grow between stat and copy.
+      if (size > limit) throw new BlobTooLargeError(sourcePath, size, limit);
+      const part = buffer.subarray(0, n);
+      hash.update(part);
+      await writeAll(out, part);
+    }
+    await out.sync();
+    out.close();
+    out = undefined;
+    await Deno.rename(temp, target);
+    return { path: target, size, sha256: hash.digest("hex"), ref };
+  } catch (error) {
+    if (out) out.close();
+    await Deno.remove(temp).catch(() => {});
+    throw error;
+  } finally {
+    source.close();
+  }
+}
+
+/**
+ * Splits a blob of `size` bytes into chunk sources of `chunkSize` bytes (the
+ * last one shorter). A 0-byte blob is one empty last chunk. `path` is the
+ * spooled file the sources point at.
+ *
+ * @example
+ * ```ts
+ * import { planChunks } from "./spool.ts";
+ * console.log(planChunks(5, 2).map((c) => c.length)); // [2, 2, 1]
+ * console.log(planChunks(0).length); // 1
+ * ```
+ */
+export function planChunks(
+  size: number,
+  chunkSize: number = DEFAULT_CHUNK_SIZE,
+  path = "",
+): ChunkSource[] {
+  if (!Number.isSafeInteger(size) || size < 0) {
+    throw new RangeError(
+      `planChunks: size must be a non-negative integer, got ${size}`,
+    );
+  }
+  if (!Number.isSafeInteger(chunkSize) || chunkSize <= 0) {
+    throw new RangeError(
+      `planChunks: chunkSize must be a positive integer, got ${chunkSize}`,
+    );
+  }
+  if (size === 0) return [{ path, offset: 0, length: 0 }];
+  const chunks: ChunkSource[] = [];
+  for (let offset = 0; offset < size; offset += chunkSize) {
+    chunks.push({ path, offset, length: Math.min(chunkSize, size - offset) });
+  }
+  return chunks;
+}
+
+/**
+ * Reads exactly `source.length` bytes at `source.offset` of the spooled
+ * file (open, seek, read), so memory stays flat whatever the file size.
+ * Throws {@linkcode BlobSourceError} if the file is gone or too short.
+ *
+ * @example
+ * ```ts
+ * import { readChunk } from "./spool.ts";
+ * const dir = await Deno.makeTempDir();
+ * await Deno.writeTextFile(`${dir}/f`, "abcdef");
+ * const bytes = await readChunk({ path: `${dir}/f`, offset: 2, length: 3 });
+ * console.log(new TextDecoder().decode(bytes)); // "cde"
+ * await Deno.remove(dir, { recursive: true });
+ * ```
+ */
+export async function readChunk(source: ChunkSource): Promise<Uint8Array> {
+  const bytes = new Uint8Array(source.length);
+  if (source.length === 0) return bytes;
+  let file: Deno.FsFile;
+  try {
+    file = await Deno.open(source.path, { read: true });
+  } catch (error) {
+    throw new BlobSourceError(source.path, reason(error));
+  }
+  try {
+    await file.seek(source.offset, Deno.SeekMode.Start);
+    let done = 0;
+    while (done < bytes.length) {
+      const n = await file.read(bytes.subarray(done));
+      if (n === null) {
+        throw new BlobSourceError(
+          source.path,
+          `spooled file ends at ${source.offset + done}, chunk needs ${
+            source.offset + source.length
+          }`,
+        );
+      }
+      done += n;
+    }
+    return bytes;
+  } finally {
+    file.close();
+  }
+}
+
+/** Options of {@linkcode chunkDrafts}. */
+export interface ChunkDraftOptions {
+  /** The thread of the msg that names the blob (NOTES item 1). */
+  th?: string;
+  chunkSize?: number;
+}
+
+/**
+ * The outbox drafts of a spooled blob's chunks, in order, without data (the
+ * bytes stay in the spool; see {@linkcode chunkMessage}). Enqueue them
+ * BEFORE the msg that names the blob, in the same `enqueue` call.
+ *
+ * @example
+ * ```ts
+ * import { chunkDrafts } from "./spool.ts";
+ * const drafts = chunkDrafts({ path: "/spool/b1", size: 5, sha256: "", ref: "b1" }, { th: "t1", chunkSize: 4 });
+ * console.log(drafts.map((d) => [d.fields.n, d.fields.last])); // [[0, false], [1, true]]
+ * ```
+ */
+export function chunkDrafts(
+  blob: SpooledBlob,
+  options: ChunkDraftOptions = {},
+): OutboxDraft[] {
+  const sources = planChunks(blob.size, options.chunkSize, blob.path);
+  return sources.map((chunk, n) => ({
+    fields: {
+      t: "chunk",
+      ...(options.th === undefined ? {} : { th: options.th }),
+      ref: blob.ref,
+      n,
+      last: n === sources.length - 1,
+    },
+    chunk,
+  }));
+}
+
+/**
+ * The full wire object of an outboxed chunk: its stored fields, id and ts,
+ * and `data` read from the spool as padded standard base64.
+ *
+ * @example
+ * ```ts
+ * import { chunkMessage } from "./spool.ts";
+ * const dir = await Deno.makeTempDir();
+ * await Deno.writeTextFile(`${dir}/b1`, "hi");
+ * const line = await chunkMessage({
+ *   peer: "p", id: "01", ts: "2026-01-01T00:00:00.000Z", t: "chunk", queuedAt: 0,
+ *   fields: { t: "chunk", ref: "b1", n: 0, last: true },
+ *   chunk: { path: `${dir}/b1`, offset: 0, length: 2 },
+ * });
+ * console.log(line.data); // "aGk="
+ * await Deno.remove(dir, { recursive: true });
+ * ```
+ */
+export async function chunkMessage(
+  entry: OutboxEntry,
+): Promise<Record<string, unknown> & { t: string; data: string }> {
+  if (!entry.chunk) {
+    throw new BlobSourceError(entry.id, "outbox entry has no chunk source");
+  }
+  const bytes = await readChunk(entry.chunk);
+  // Envelope first, as on every line we write.
+  const { t, ...rest } = entry.fields;
+  return { t, id: entry.id, ts: entry.ts, ...rest, data: encodeBase64(bytes) };
+}
+
+/**
+ * The {@linkcode BlobRecord} of a new outgoing transfer of `blob` to `peer`,
+ * to store alongside the enqueued chunks.
+ *
+ * @example
+ * ```ts
+ * import { spooledRecord } from "./spool.ts";
+ * const r = spooledRecord("ed25519:p", { path: "/s/b1", size: 5, sha256: "ab", ref: "b1" }, { th: "t1" });
+ * console.log(r.dir, r.status, r.next); // out active 0
+ * ```
+ */
+export function spooledRecord(
+  peer: string,
+  blob: SpooledBlob,
+  options: { th?: string; name?: string; mime?: string } = {},
+): BlobRecord {
+  const record: BlobRecord = {
+    peer,
+    ref: blob.ref,
+    dir: "out",
+    size: blob.size,
+    bytes: 0,
+    next: 0,
+    status: "active",
+    path: blob.path,
+    sha256: blob.sha256,
+    updated: Date.now(),
+  };
+  if (options.th !== undefined) record.th = options.th;
+  if (options.name !== undefined) record.name = options.name;
+  if (options.mime !== undefined) record.mime = options.mime;
+  return record;
+}
+
+/**
+ * Removes a spooled copy once its transfer is over (done or refused).
+ * Missing files are fine.
+ *
+ * @example
+ * ```ts
+ * import { discardSpooled } from "./spool.ts";
+ * await discardSpooled("/tmp/does-not-exist"); // no error
+ * ```
+ */
+export async function discardSpooled(path: string): Promise<void> {
+  try {
+    await Deno.remove(path);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+}
