@@ -1,0 +1,1278 @@
+/**
+ * The durable {@link Store} on Deno KV, with group commit.
+ *
+ * Every write goes through one serial committer: calls that arrive while a
+ * commit is in flight are merged into the next `kv.atomic()` (split across
+ * several commits, in order, when over Deno KV's limits), and each caller's
+ * promise resolves once its part is durable. Outbox ids are allocated at call
+ * time from one {@link IdGenerator}, and the highest one is written in the
+ * same commit as the entry, so id order = outbox order = send order, also
+ * across restarts (NOTES item 3).
+ *
+ * Records (JSON) are stored as UTF-8 bytes. A record over {@link PART_BYTES}
+ * (lines go up to 1 MiB, KV values to 64 KiB) is split: its parts go to
+ * `[...key, 0..n-1]` in earlier commits, marked by `["pend", ...key] = n`,
+ * and the head `key = n` is written last, with the record's indexes. A crash
+ * in between leaves the marker, and the next open deletes the parts.
+ *
+ * ## Key layout
+ *
+ * `pk` is the peer key, `tk` the thread id (`""` for unthreaded lines), `ik`
+ * a received line's id; all three are replaced by `#<sha256 hex>` when over 128 characters (KV keys ≤ 2 KiB).
+ *
+ * | key | value |
+ * |-----|-------|
+ * | `["id", "last"]` | highest outbox id committed |
+ * | `["seq", "log"]` | highest log seq committed |
+ * | `["identity"]` | 32-byte seed |
+ * | `["ob", pk, id]` | outbox entry record (without `peer`) |
+ * | `["obt", pk, tk, id]` | `{ t, q, n }` thread index of the outbox (threaded only) |
+ * | `["obq", queuedAt, pk, id]` | `{ tk, n }` retention index of the outbox |
+ * | `["rx", pk, tk, ik]` | receive time: dedup of received content lines |
+ * | `["rxq", at, pk, tk, ik]` | the id: retention index of `rx` |
+ * | `["seen", pk, tk]` | `{ th?, id?, floor? }` last received id; dedup watermark |
+ * | `["thr", pk, tk]` | {@link ThreadRecord} |
+ * | `["log", seq]` | {@link LogEntry} |
+ * | `["logp", pk, seq]`, `["logt", pk, tk, seq]` | `1`: log indexes by peer, thread |
+ * | `["peer", pk]` | {@link PeerRecord} |
+ * | `["grant", kind, hash]` | {@link GrantRecord} |
+ * | `["revoked", hash]` | revocation time |
+ * | `["blob", pk, dir, ref]` | {@link BlobRecord} |
+ * | `["meta", name]` | any JSON value |
+ * | `["pend", ...key]` | parts count of a split record not yet complete |
+ *
+ * ## Bounded indexes
+ *
+ * Outbox entries leave on ack (cumulatively for chunks and introductions of
+ * the thread), on replay when the remote's `seen` covers them, or on
+ * {@link KvStore.expireOutbox}. The same `expireOutbox(olderThan)` compacts
+ * dedup: exact received ids older than `olderThan` are forgotten and the
+ * thread's `floor` rises to the highest of them; afterwards an id at or below
+ * the floor counts as a duplicate. That is exact for senders whose ids
+ * increase (NOTES item 3); a sender that reuses lower ids after the retention
+ * window would be taken for a replay. What stays per thread is one `seen`
+ * record.
+ *
+ * @module
+ */
+
+import { createHash } from "node:crypto";
+import { IdGenerator } from "../wire/id.ts";
+import { timestamp } from "../wire/time.ts";
+import { CONTENT_TYPES } from "../wire/types.ts";
+import type {
+  BlobRecord,
+  Direction,
+  GrantKind,
+  GrantRecord,
+  IncomingLine,
+  LogEntry,
+  LogQuery,
+  OutboxDraft,
+  OutboxEntry,
+  PeerRecord,
+  ReceiveOutcome,
+  Store,
+  ThreadRecord,
+} from "./store.ts";
+
+/** A key part as this store uses them: strings and non-negative integers. */
+export type KeyPart = string | number;
+
+/** A key: a tuple of parts, ordered part by part. */
+export type Key = readonly KeyPart[];
+
+/** One write of an atomic commit; `value: undefined` deletes the key. */
+export interface Mutation {
+  key: Key;
+  value: unknown;
+}
+
+/** A key range: everything under `prefix`, or `start` (incl.) to `end` (excl.). */
+export type KeyRange = { prefix: Key } | { start: Key; end: Key };
+
+/**
+ * The few operations {@link KvStore} needs from an ordered key-value store.
+ * Deno KV is one; `MemoryStore` brings an in-memory one.
+ *
+ * @example
+ * ```ts
+ * import type { KvBackend } from "./kv_store.ts";
+ * const nothing: Pick<KvBackend, "get"> = { get: () => Promise.resolve(undefined) };
+ * console.log(await nothing.get(["a"])); // undefined
+ * ```
+ */
+export interface KvBackend {
+  /** The value at `key`, or undefined. */
+  get(key: Key): Promise<unknown>;
+  /** Entries in key order; a shorter key sorts before the keys it prefixes. */
+  list(range: KeyRange): AsyncIterable<{ key: Key; value: unknown }>;
+  /** Applies all mutations atomically, or throws. */
+  commit(mutations: Mutation[]): Promise<void>;
+  close(): void;
+}
+
+/** Largest record part stored in one value (KV values are ≤ 64 KiB). */
+export const PART_BYTES = 60_000;
+
+// Deno KV's limits are 1,000 mutations, 800 KiB of mutations and 80 KiB of
+// keys per atomic commit; stay under them with estimates.
+const MAX_MUTATIONS = 990;
+const MAX_COMMIT_BYTES = 760_000;
+const MAX_KEY_BYTES = 72_000;
+const STAGE_PARTS = 10;
+// Fields copied from remote lines into thread records are clipped.
+const CLIP = 4096;
+const MAX_KEY_TEXT = 128;
+const LAST_ID: Key = ["id", "last"];
+const LOG_SEQ: Key = ["seq", "log"];
+const END_SEQ = Number.MAX_SAFE_INTEGER;
+
+const utf8 = new TextEncoder();
+const fromUtf8 = new TextDecoder();
+
+/**
+ * Encodes a key as a string whose order matches the key order, and whose
+ * prefixes are the encodings of the key's prefixes.
+ *
+ * @example
+ * ```ts
+ * import { encodeKey } from "./kv_store.ts";
+ * console.log(encodeKey(["a", 2]) < encodeKey(["a", 10])); // true
+ * console.log(encodeKey(["a", 2, 0]).startsWith(encodeKey(["a", 2]))); // true
+ * ```
+ */
+export function encodeKey(key: Key): string {
+  let out = "";
+  for (const part of key) {
+    if (typeof part === "number") {
+      if (!Number.isSafeInteger(part) || part < 0) {
+        throw new RangeError(
+          `key part must be a non-negative integer: ${part}`,
+        );
+      }
+      out += "n" + part.toString().padStart(16, "0");
+    } else {
+      out += "s" + part.replaceAll("\0", "\0\x01") + "\0\0";
+    }
+  }
+  return out;
+}
+
+/** Short keys are kept as they are; long ones are hashed (KV keys ≤ 2 KiB). */
+function keyText(text: string): string {
+  if (text.length <= MAX_KEY_TEXT) return text;
+  return "#" + createHash("sha256").update(text).digest("hex");
+}
+
+function threadKey(th: string | undefined): string {
+  return th === undefined ? "" : keyText(th);
+}
+
+function keyBytes(key: Key): number {
+  let n = 4;
+  // Upper bound of the UTF-8 length without encoding: 3 bytes per unit.
+  for (const part of key) {
+    n += typeof part === "number" ? 10 : utf8Bound(part) + 2;
+  }
+  return n;
+}
+
+function utf8Bound(text: string): number {
+  let n = 0;
+  for (let i = 0; i < text.length; i++) n += text.charCodeAt(i) < 0x80 ? 1 : 3;
+  return n;
+}
+
+function valueBytes(value: unknown): number {
+  if (value === undefined) return 0;
+  if (value instanceof Uint8Array) return value.byteLength + 16;
+  if (typeof value === "string") return value.length * 2 + 16;
+  if (typeof value !== "object" || value === null) return 16;
+  // Index values: a few short fields.
+  let n = 32;
+  for (const [k, v] of Object.entries(value)) n += k.length + valueBytes(v);
+  return n;
+}
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
+}
+
+function decodeRecord(bytes: Uint8Array): unknown {
+  return JSON.parse(fromUtf8.decode(bytes));
+}
+
+function clip(text: string): string {
+  return text.length > CLIP ? text.slice(0, CLIP) : text;
+}
+
+function requireText(value: unknown, what: string): string {
+  if (typeof value !== "string" || value === "") {
+    throw new TypeError(
+      `${what} must be a non-empty string, got ${JSON.stringify(value)}`,
+    );
+  }
+  return value;
+}
+
+/** Reads a possibly split record: inline bytes, or a parts count. */
+async function assemble(
+  key: Key,
+  head: unknown,
+  get: (key: Key) => Promise<unknown>,
+): Promise<unknown> {
+  if (head instanceof Uint8Array) return decodeRecord(head);
+  if (typeof head !== "number") return undefined;
+  const parts: Uint8Array[] = [];
+  for (let k = 0; k < head; k++) {
+    const part = await get([...key, k]);
+    if (!(part instanceof Uint8Array)) return undefined;
+    parts.push(part);
+  }
+  return decodeRecord(concat(parts));
+}
+
+/** A listed record with the number of parts it was split into. */
+interface Listed {
+  key: Key;
+  value: unknown;
+  parts: number;
+}
+
+/** Lists the records at key length `depth` in `range`, joining split ones. */
+async function* listRecords(
+  backend: KvBackend,
+  range: KeyRange,
+  depth: number,
+): AsyncGenerator<Listed> {
+  let open: { key: Key; n: number; parts: Uint8Array[] } | undefined;
+  for await (const { key, value } of backend.list(range)) {
+    if (key.length === depth) {
+      open = undefined;
+      if (value instanceof Uint8Array) {
+        yield { key, value: decodeRecord(value), parts: 0 };
+      } else if (typeof value === "number") {
+        open = { key, n: value, parts: [] };
+      }
+    } else if (
+      open && key.length === depth + 1 && key[depth] === open.parts.length &&
+      value instanceof Uint8Array && open.key.every((p, i) => key[i] === p)
+    ) {
+      open.parts.push(value);
+      if (open.parts.length === open.n) {
+        yield {
+          key: open.key,
+          value: decodeRecord(concat(open.parts)),
+          parts: open.n,
+        };
+        open = undefined;
+      }
+    }
+    // Anything else is a staged part without its head yet: skipped.
+  }
+}
+
+/** A mutation that remembers its encoded key. */
+interface KeyedMutation extends Mutation {
+  encoded?: string;
+}
+
+/** The writes and reads of one queued call, before they are packed. */
+class Tx {
+  #backend: KvBackend;
+  #overlay: Map<string, Mutation>;
+  #prefetched: Map<string, unknown>;
+  /** Mutations this call made, by encoded key (latest wins). */
+  readonly local: Map<string, Mutation> = new Map();
+  /** Closed groups, each atomic, in commit order. */
+  readonly done: Mutation[][] = [];
+  #open: Mutation[] = [];
+
+  constructor(
+    backend: KvBackend,
+    overlay: Map<string, Mutation>,
+    prefetched: Map<string, unknown>,
+  ) {
+    this.#backend = backend;
+    this.#overlay = overlay;
+    this.#prefetched = prefetched;
+  }
+
+  /** All groups, the open one last. */
+  get groups(): Mutation[][] {
+    return this.#open.length > 0 ? [...this.done, this.#open] : this.done;
+  }
+
+  get(key: Key): Promise<unknown> {
+    const k = encodeKey(key);
+    const m = this.local.get(k) ?? this.#overlay.get(k);
+    if (m) return Promise.resolve(m.value);
+    if (this.#prefetched.has(k)) {
+      return Promise.resolve(this.#prefetched.get(k));
+    }
+    return this.#backend.get(key);
+  }
+
+  set(key: Key, value: unknown): void {
+    const encoded = encodeKey(key);
+    const m: KeyedMutation = { key, value, encoded };
+    this.#open.push(m);
+    this.local.set(encoded, m);
+  }
+
+  delete(key: Key): void {
+    this.set(key, undefined);
+  }
+
+  /** Ends the current atomic group. */
+  cut(): void {
+    if (this.#open.length > 0) {
+      this.done.push(this.#open);
+      this.#open = [];
+    }
+  }
+
+  getRecord<T>(key: Key): Promise<T | undefined> {
+    return this.get(key).then((head) =>
+      assemble(key, head, (k) => this.get(k))
+    ) as Promise<
+      T | undefined
+    >;
+  }
+
+  /**
+   * Writes a record. A big one's parts go in groups committed before the
+   * current one, whose other writes then share the head's commit. `fresh`
+   * skips the read that cleans up parts of a bigger previous value.
+   */
+  async putRecord(key: Key, value: unknown, fresh = false): Promise<number> {
+    const previous = fresh ? undefined : await this.get(key);
+    const bytes = utf8.encode(JSON.stringify(value));
+    let n = 0;
+    if (bytes.byteLength <= PART_BYTES) {
+      this.set(key, bytes);
+    } else {
+      n = Math.ceil(bytes.byteLength / PART_BYTES);
+      const pend: Key = ["pend", ...key];
+      const open = this.#open;
+      this.#open = [];
+      for (let k = 0; k < n; k++) {
+        if (k % STAGE_PARTS === 0) {
+          this.cut();
+          if (k === 0) this.set(pend, n);
+        }
+        this.set(
+          [...key, k],
+          bytes.subarray(k * PART_BYTES, (k + 1) * PART_BYTES),
+        );
+      }
+      this.cut();
+      this.#open = open;
+      this.set(key, n);
+      this.delete(pend);
+    }
+    if (typeof previous === "number") {
+      for (let k = n; k < previous; k++) this.delete([...key, k]);
+    }
+    return n;
+  }
+
+  /** Deletes a record and its parts (`parts` when known, else read). */
+  async deleteRecord(key: Key, parts?: number): Promise<void> {
+    const n = parts ?? await this.get(key);
+    if (typeof n === "number") {
+      for (let k = 0; k < n; k++) this.delete([...key, k]);
+    }
+    this.delete(key);
+  }
+}
+
+interface Cost {
+  bytes: number;
+  keyBytes: number;
+}
+
+/** One commit being filled, with Deno KV's limits in mind. */
+class Batch {
+  readonly mutations: Map<string, Mutation> = new Map();
+  #count = 0;
+  #bytes = 0;
+  #keyBytes = 0;
+
+  static #costs = new WeakMap<Mutation[], Cost>();
+
+  static cost(group: Mutation[]): Cost {
+    const known = Batch.#costs.get(group);
+    if (known) return known;
+    const cost = Batch.#measure(group);
+    Batch.#costs.set(group, cost);
+    return cost;
+  }
+
+  static #measure(group: Mutation[]): Cost {
+    let bytes = 0;
+    let keys = 0;
+    for (const m of group) {
+      const kb = keyBytes(m.key);
+      keys += kb;
+      bytes += kb + valueBytes(m.value);
+    }
+    return { bytes, keyBytes: keys };
+  }
+
+  get size(): number {
+    return this.mutations.size;
+  }
+
+  fits(group: Mutation[]): boolean {
+    const { bytes, keyBytes } = Batch.cost(group);
+    return this.#count + group.length <= MAX_MUTATIONS &&
+      this.#bytes + bytes <= MAX_COMMIT_BYTES &&
+      this.#keyBytes + keyBytes <= MAX_KEY_BYTES;
+  }
+
+  add(group: Mutation[]): void {
+    const { bytes, keyBytes } = Batch.cost(group);
+    this.#count += group.length;
+    this.#bytes += bytes;
+    this.#keyBytes += keyBytes;
+    for (const m of group) {
+      const k = (m as KeyedMutation).encoded ?? encodeKey(m.key);
+      this.mutations.delete(k); // re-insert: the latest write wins
+      this.mutations.set(k, m);
+    }
+  }
+}
+
+interface Op {
+  exclusive: boolean;
+  /** Keys the build will read, fetched concurrently before the batch. */
+  prefetch?: Key[];
+  build(tx: Tx): Promise<unknown>;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+/** An outbox entry as stored: without `peer`, which is in the key. */
+type StoredEntry = Omit<OutboxEntry, "peer">;
+
+/** Dedup and resume state of one thread (or of unthreaded lines). */
+interface SeenRecord {
+  th?: string;
+  id?: string;
+  floor?: string;
+}
+
+const OUTBOX_CUMULATIVE_KEEP: ReadonlySet<string> = new Set(["msg", "state"]);
+
+/**
+ * The {@link Store} on Deno KV (or any {@link KvBackend}). Single writer:
+ * one process owns a KV file at a time.
+ *
+ * @example
+ * ```ts
+ * import { KvStore } from "./kv_store.ts";
+ * const store = await KvStore.open(); // in-memory KV
+ * const [entry] = await store.enqueue("ed25519:peer", [{ fields: { t: "msg", th: "t1", parts: [] } }]);
+ * console.log((await store.outbox("ed25519:peer"))[0].id === entry.id); // true
+ * store.close();
+ * ```
+ */
+export class KvStore implements Store {
+  #backend: KvBackend;
+  #ids: IdGenerator;
+  #seq: number;
+  #queue: Op[] = [];
+  #draining = false;
+  #closing = false;
+  #closed = false;
+  /** Writes of the current drain not yet known durable, for reads in it. */
+  #overlay: Map<string, Mutation> = new Map();
+  /** Values read ahead for the current drain (older than the overlay). */
+  #prefetched: Map<string, unknown> = new Map();
+
+  /**
+   * Wraps a backend; `lastId` and `seq` resume the id generator and the log
+   * sequence. Use {@link KvStore.open} for Deno KV.
+   */
+  constructor(
+    backend: KvBackend,
+    resume: { lastId?: string; seq?: number } = {},
+  ) {
+    this.#backend = backend;
+    this.#ids = new IdGenerator({ last: resume.lastId });
+    this.#seq = resume.seq ?? 0;
+  }
+
+  /**
+   * Opens Deno KV at `path`: undefined for an in-memory KV, a file path, or
+   * a KV Connect URL (http/https, with `DENO_KV_ACCESS_TOKEN`).
+   */
+  static async open(path?: string): Promise<KvStore> {
+    const kv = await Deno.openKv(path ?? ":memory:");
+    try {
+      const backend = new DenoKvBackend(kv);
+      const lastId = await backend.get(LAST_ID);
+      const seq = await backend.get(LOG_SEQ);
+      const store = new KvStore(backend, {
+        lastId: typeof lastId === "string" ? lastId : undefined,
+        seq: typeof seq === "number" ? seq : 0,
+      });
+      await store.#cleanStaged();
+      return store;
+    } catch (error) {
+      kv.close();
+      throw error;
+    }
+  }
+
+  /** Deletes the parts of split records whose head never got written. */
+  #cleanStaged(): Promise<void> {
+    return this.#submit(true, async (tx) => {
+      for await (
+        const { key, value } of this.#backend.list({ prefix: ["pend"] })
+      ) {
+        const head = key.slice(1);
+        for (let k = 0; k < (typeof value === "number" ? value : 0); k++) {
+          tx.delete([...head, k]);
+        }
+        tx.delete(key);
+        tx.cut();
+      }
+    }) as Promise<void>;
+  }
+
+  #submit<T>(
+    exclusive: boolean,
+    build: (tx: Tx) => Promise<T> | T,
+    prefetch?: Key[],
+  ): Promise<T> {
+    if (this.#closing) return Promise.reject(new Error("store is closed"));
+    return new Promise<T>((resolve, reject) => {
+      this.#queue.push({
+        exclusive,
+        prefetch,
+        build: async (tx) => await build(tx),
+        resolve: resolve as (value: unknown) => void,
+        reject,
+      });
+      if (!this.#draining) {
+        this.#draining = true;
+        queueMicrotask(() => this.#drain());
+      }
+    });
+  }
+
+  async #drain(): Promise<void> {
+    while (this.#queue.length > 0) {
+      const ops = this.#queue.splice(0);
+      await this.#prefetch(ops);
+      let batch = new Batch();
+      let waiting: Array<{ op: Op; result: unknown }> = [];
+      let failure: unknown = undefined;
+      let failed = false;
+      const flush = async (): Promise<boolean> => {
+        const done = waiting;
+        const current = batch;
+        waiting = [];
+        batch = new Batch();
+        if (current.size > 0) {
+          try {
+            await this.#backend.commit([...current.mutations.values()]);
+          } catch (error) {
+            failed = true;
+            failure = error;
+            this.#overlay.clear();
+            for (const w of done) w.op.reject(error);
+            return false;
+          }
+        }
+        for (const w of done) w.op.resolve(w.result);
+        return true;
+      };
+      for (const op of ops) {
+        if (failed) {
+          op.reject(failure);
+          continue;
+        }
+        if (op.exclusive) {
+          if (!await flush()) {
+            op.reject(failure);
+            continue;
+          }
+          this.#overlay.clear();
+          this.#prefetched.clear();
+        }
+        const tx = new Tx(this.#backend, this.#overlay, this.#prefetched);
+        let result: unknown;
+        try {
+          result = await op.build(tx);
+          for (const group of tx.groups) {
+            if (!new Batch().fits(group)) {
+              throw new RangeError("write too large for one Deno KV commit");
+            }
+          }
+        } catch (error) {
+          op.reject(error);
+          continue;
+        }
+        for (const [k, m] of tx.local) this.#overlay.set(k, m);
+        let ok = true;
+        for (const group of tx.groups) {
+          if (!batch.fits(group) && !await flush()) {
+            ok = false;
+            break;
+          }
+          batch.add(group);
+        }
+        if (!ok) {
+          op.reject(failure);
+          continue;
+        }
+        waiting.push({ op, result });
+        if (op.exclusive) await flush();
+      }
+      await flush();
+      this.#overlay.clear();
+      this.#prefetched.clear();
+    }
+    this.#draining = false;
+    if (this.#closing && !this.#closed) this.#close();
+  }
+
+  /** Reads the keys the batch will need concurrently, not one by one. */
+  async #prefetch(ops: Op[]): Promise<void> {
+    const keys = new Map<string, Key>();
+    for (const op of ops) {
+      for (const key of op.prefetch ?? []) keys.set(encodeKey(key), key);
+    }
+    const all = [...keys];
+    for (let i = 0; i < all.length; i += 256) {
+      const slice = all.slice(i, i + 256);
+      try {
+        const values = await Promise.all(
+          slice.map(([, key]) => this.#backend.get(key)),
+        );
+        slice.forEach(([k], j) => this.#prefetched.set(k, values[j]));
+      } catch {
+        return; // The builds will read (and report) for themselves.
+      }
+    }
+  }
+
+  #close(): void {
+    this.#closed = true;
+    this.#backend.close();
+  }
+
+  /** Closes the store once queued writes are done; later calls reject. */
+  close(): void {
+    if (this.#closing) return;
+    this.#closing = true;
+    if (!this.#draining) this.#close();
+  }
+
+  identity(create: () => Uint8Array): Promise<Uint8Array> {
+    return this.#submit(false, async (tx) => {
+      const seed = await tx.get(["identity"]);
+      if (seed instanceof Uint8Array) return seed.slice();
+      const made = create();
+      if (!(made instanceof Uint8Array) || made.byteLength !== 32) {
+        throw new TypeError("identity seed must be 32 bytes");
+      }
+      tx.set(["identity"], made.slice());
+      return made.slice();
+    });
+  }
+
+  nextId(): string {
+    return this.#ids.next();
+  }
+
+  enqueue(peer: string, drafts: OutboxDraft[]): Promise<OutboxEntry[]> {
+    try {
+      requireText(peer, "enqueue: peer");
+      if (!Array.isArray(drafts)) {
+        throw new TypeError("enqueue: drafts must be an array");
+      }
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const queuedAt = Date.now();
+    const ts = timestamp(queuedAt);
+    const entries: OutboxEntry[] = [];
+    try {
+      // Ids are taken now, in call order; commits happen in the same order.
+      for (const draft of drafts) {
+        entries.push(this.#entry(peer, draft, ts, queuedAt));
+      }
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (entries.length === 0) return Promise.resolve([]);
+    const pk = keyText(peer);
+    return this.#submit(false, async (tx) => {
+      for (const e of entries) {
+        const { peer: _, ...stored } = e;
+        const n = await tx.putRecord(["ob", pk, e.id], stored, true);
+        const tk = e.th === undefined ? null : threadKey(e.th);
+        if (tk !== null) {
+          tx.set(["obt", pk, tk, e.id], { t: e.t, q: e.queuedAt, n });
+        }
+        tx.set(["obq", e.queuedAt, pk, e.id], { tk, n });
+        tx.set(LAST_ID, e.id);
+        tx.cut();
+      }
+      return entries;
+    });
+  }
+
+  #entry(
+    peer: string,
+    draft: OutboxDraft,
+    ts: string,
+    queuedAt: number,
+  ): OutboxEntry {
+    const fields = draft?.fields;
+    if (
+      typeof fields !== "object" || fields === null ||
+      typeof fields.t !== "string"
+    ) {
+      throw new TypeError("enqueue: each draft needs fields with a string t");
+    }
+    if (fields.th !== undefined && typeof fields.th !== "string") {
+      throw new TypeError("enqueue: fields.th must be a string");
+    }
+    const { id: _id, ts: _ts, ...rest } = fields;
+    if (fields.t === "chunk") {
+      if (draft.chunk === undefined) {
+        throw new TypeError(
+          "enqueue: a chunk draft needs a ChunkSource (chunk data is never outboxed)",
+        );
+      }
+      delete rest.data;
+    }
+    const entry: OutboxEntry = {
+      peer,
+      id: this.#ids.next(),
+      ts,
+      t: fields.t,
+      fields: rest as OutboxEntry["fields"],
+      queuedAt,
+    };
+    if (fields.th !== undefined) entry.th = fields.th;
+    if (draft.chunk !== undefined) entry.chunk = { ...draft.chunk };
+    return entry;
+  }
+
+  async outbox(peer: string): Promise<OutboxEntry[]> {
+    const out: OutboxEntry[] = [];
+    const range = {
+      prefix: ["ob", keyText(requireText(peer, "outbox: peer"))],
+    };
+    for await (const { value } of listRecords(this.#backend, range, 3)) {
+      out.push({ ...(value as StoredEntry), peer });
+    }
+    return out;
+  }
+
+  replay(peer: string, seen: Record<string, string>): Promise<OutboxEntry[]> {
+    const pk = keyText(peer);
+    return this.#submit(true, async (tx) => {
+      const out: OutboxEntry[] = [];
+      for await (
+        const { value, parts } of listRecords(this.#backend, {
+          prefix: ["ob", pk],
+        }, 3)
+      ) {
+        const e = value as StoredEntry;
+        const last = e.th !== undefined && Object.hasOwn(seen, e.th)
+          ? seen[e.th]
+          : undefined;
+        if (typeof last === "string" && e.id <= last) {
+          await this.#dropEntry(
+            tx,
+            pk,
+            e.id,
+            e.th === undefined ? null : threadKey(e.th),
+            e.queuedAt,
+            parts,
+          );
+        } else {
+          out.push({ ...e, peer });
+        }
+      }
+      return out;
+    });
+  }
+
+  async #dropEntry(
+    tx: Tx,
+    pk: string,
+    id: string,
+    tk: string | null,
+    q: number,
+    parts: number,
+  ): Promise<void> {
+    await tx.deleteRecord(["ob", pk, id], parts);
+    if (tk !== null) tx.delete(["obt", pk, tk, id]);
+    tx.delete(["obq", q, pk, id]);
+    tx.cut();
+  }
+
+  acked(peer: string, th: string | undefined, id: string): Promise<boolean> {
+    const pk = keyText(peer);
+    return this.#submit(true, async (tx) => {
+      let tk = th === undefined ? null : threadKey(th);
+      let meta = tk === null ? undefined : await tx.get(["obt", pk, tk, id]) as
+        | { t: string; q: number; n: number }
+        | undefined;
+      if (meta === undefined) {
+        // No th, or not the entry's: look at the entry itself.
+        const head = await tx.get(["ob", pk, id]);
+        const e = await assemble(["ob", pk, id], head, (k) => tx.get(k)) as
+          | StoredEntry
+          | undefined;
+        if (e === undefined) return false;
+        tk = e.th === undefined ? null : threadKey(e.th);
+        meta = {
+          t: e.t,
+          q: e.queuedAt,
+          n: typeof head === "number" ? head : 0,
+        };
+      }
+      await this.#dropEntry(tx, pk, id, tk, meta.q, meta.n);
+      if (tk !== null) {
+        // In-order delivery: the earlier chunks/introductions got there too.
+        const range = { start: ["obt", pk, tk], end: ["obt", pk, tk, id] };
+        for await (const { key, value } of this.#backend.list(range)) {
+          const m = value as { t: string; q: number; n: number };
+          if (!OUTBOX_CUMULATIVE_KEEP.has(m.t)) {
+            await this.#dropEntry(tx, pk, key[3] as string, tk, m.q, m.n);
+          }
+        }
+      }
+      return true;
+    });
+  }
+
+  expireOutbox(olderThan: number): Promise<number> {
+    if (!Number.isFinite(olderThan)) {
+      return Promise.reject(
+        new TypeError(
+          `expireOutbox: olderThan must be a time in ms, got ${olderThan}`,
+        ),
+      );
+    }
+    const end = Math.max(0, Math.ceil(olderThan));
+    return this.#submit(true, async (tx) => {
+      let count = 0;
+      for await (
+        const { key, value } of this.#backend.list({
+          start: ["obq"],
+          end: ["obq", end],
+        })
+      ) {
+        const [, q, pk, id] = key as [string, number, string, string];
+        const m = value as { tk: string | null; n: number };
+        await this.#dropEntry(tx, pk, id, m.tk, q, m.n);
+        count++;
+      }
+      for await (
+        const { key, value } of this.#backend.list({
+          start: ["rxq"],
+          end: ["rxq", end],
+        })
+      ) {
+        const [, , pk, tk, ik] = key as [
+          string,
+          number,
+          string,
+          string,
+          string,
+        ];
+        const id = value as string;
+        tx.delete(["rx", pk, tk, ik]);
+        tx.delete(key);
+        const seen = await tx.getRecord<SeenRecord>(["seen", pk, tk]) ?? {};
+        if (seen.floor === undefined || id > seen.floor) {
+          await tx.putRecord(["seen", pk, tk], { ...seen, floor: id });
+        }
+        tx.cut();
+      }
+      return count;
+    });
+  }
+
+  receive(peer: string, lines: IncomingLine[]): Promise<ReceiveOutcome[]> {
+    try {
+      requireText(peer, "receive: peer");
+      if (!Array.isArray(lines)) {
+        throw new TypeError("receive: lines must be an array");
+      }
+      for (const line of lines) {
+        requireText(line?.id, "receive: line id");
+        requireText(line.t, "receive: line t");
+        if (line.th !== undefined) requireText(line.th, "receive: line th");
+        if (typeof line.raw !== "string") {
+          throw new TypeError("receive: line raw must be a string");
+        }
+      }
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const pk = keyText(peer);
+    const prefetch: Key[] = lines.flatMap((line) => {
+      const tk = threadKey(line.th);
+      return [["rx", pk, tk, keyText(line.id)], ["seen", pk, tk], [
+        "thr",
+        pk,
+        tk,
+      ]];
+    });
+    return this.#submit(false, async (tx) => {
+      const out: ReceiveOutcome[] = [];
+      const at = Date.now();
+      const now = timestamp(at);
+      for (const line of lines) {
+        const tk = threadKey(line.th);
+        const rxKey: Key = ["rx", pk, tk, keyText(line.id)];
+        const seen = await tx.getRecord<SeenRecord>(["seen", pk, tk]);
+        const duplicate = (await tx.get(rxKey)) !== undefined ||
+          (seen?.floor !== undefined && line.id <= seen.floor);
+        out.push({ id: line.id, duplicate });
+        if (duplicate) continue;
+        // The log record first: if split, its parts commit before this group.
+        await this.#appendLog(tx, {
+          peer,
+          dir: "in",
+          t: line.t,
+          id: line.id,
+          ...(line.th === undefined ? {} : { th: line.th }),
+          line: line.t === "chunk" ? elideChunk(line) : line.raw,
+          at,
+        });
+        tx.set(rxKey, at);
+        tx.set(["rxq", at, pk, tk, keyText(line.id)], line.id);
+        if (line.th !== undefined && CONTENT_TYPES.has(line.t)) {
+          await tx.putRecord(["seen", pk, tk], {
+            ...seen,
+            th: line.th,
+            id: line.id,
+          });
+        }
+        if (line.th !== undefined && (line.t === "msg" || line.t === "state")) {
+          await this.#touchThread(tx, peer, line, now);
+        }
+        tx.cut();
+      }
+      return out;
+    }, prefetch);
+  }
+
+  async #touchThread(
+    tx: Tx,
+    peer: string,
+    line: IncomingLine,
+    now: string,
+  ): Promise<void> {
+    const th = line.th as string;
+    const key: Key = ["thr", keyText(peer), threadKey(th)];
+    const record = await tx.getRecord<ThreadRecord>(key) ??
+      { peer, th, created: now, updated: now, unread: 0 };
+    const m = line.message;
+    if (line.t === "msg") {
+      record.unread += 1;
+      if (record.subject === undefined && typeof m.subject === "string") {
+        record.subject = clip(m.subject);
+      }
+    } else if (typeof m.state === "string") {
+      record.theirs = {
+        state: clip(m.state),
+        ts: typeof m.ts === "string" ? m.ts : now,
+      };
+      if (typeof m.note === "string") record.theirs.note = clip(m.note);
+    }
+    record.updated = now;
+    await tx.putRecord(key, record);
+  }
+
+  async seen(peer: string): Promise<Record<string, string>> {
+    const out: Record<string, string> = {};
+    const range = {
+      prefix: ["seen", keyText(requireText(peer, "seen: peer"))],
+    };
+    for await (const { value } of listRecords(this.#backend, range, 3)) {
+      const s = value as SeenRecord;
+      if (s.th !== undefined && s.id !== undefined) out[s.th] = s.id;
+    }
+    return out;
+  }
+
+  threads(peer?: string): Promise<ThreadRecord[]> {
+    return this.#collect<ThreadRecord>(
+      peer === undefined ? ["thr"] : ["thr", keyText(peer)],
+      3,
+    );
+  }
+
+  thread(peer: string, th: string): Promise<ThreadRecord | undefined> {
+    return this.#read<ThreadRecord>(["thr", keyText(peer), threadKey(th)]);
+  }
+
+  putThread(record: ThreadRecord): Promise<void> {
+    try {
+      requireText(record?.peer, "putThread: peer");
+      requireText(record.th, "putThread: th");
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#put(
+      ["thr", keyText(record.peer), threadKey(record.th)],
+      record,
+    );
+  }
+
+  log(entries: Omit<LogEntry, "seq">[]): Promise<void> {
+    try {
+      if (!Array.isArray(entries)) {
+        throw new TypeError("log: entries must be an array");
+      }
+      for (const e of entries) {
+        requireText(e?.peer, "log: peer");
+        if (e.dir !== "in" && e.dir !== "out") {
+          throw new TypeError(`log: dir must be "in" or "out"`);
+        }
+        requireText(e.t, "log: t");
+        if (typeof e.line !== "string") {
+          throw new TypeError("log: line must be a string");
+        }
+        if (!Number.isFinite(e.at)) {
+          throw new TypeError("log: at must be a time in ms");
+        }
+      }
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (entries.length === 0) return Promise.resolve();
+    return this.#submit(false, async (tx) => {
+      for (const e of entries) {
+        await this.#appendLog(tx, e);
+        tx.cut();
+      }
+    });
+  }
+
+  /** Seqs are taken in commit order, so they increase with the log. */
+  async #appendLog(tx: Tx, entry: Omit<LogEntry, "seq">): Promise<void> {
+    const seq = ++this.#seq;
+    const pk = keyText(entry.peer);
+    await tx.putRecord(["log", seq], { seq, ...entry }, true);
+    tx.set(["logp", pk, seq], 1);
+    if (entry.th !== undefined) {
+      tx.set(["logt", pk, threadKey(entry.th), seq], 1);
+    }
+    tx.set(LOG_SEQ, seq);
+  }
+
+  async readLog(query: LogQuery = {}): Promise<LogEntry[]> {
+    const limit = query.limit ?? Infinity;
+    const start = query.after === undefined
+      ? 0
+      : Math.max(0, Math.floor(query.after) + 1);
+    const out: LogEntry[] = [];
+    if (limit <= 0 || start > END_SEQ) return out;
+    if (query.peer !== undefined) {
+      const pk = keyText(query.peer);
+      const base: Key = query.th === undefined
+        ? ["logp", pk]
+        : ["logt", pk, threadKey(query.th)];
+      for await (
+        const { key } of this.#backend.list({
+          start: [...base, start],
+          end: [...base, END_SEQ],
+        })
+      ) {
+        const entry = await this.#read<LogEntry>(["log", key[key.length - 1]]);
+        if (
+          entry && entry.peer === query.peer &&
+          (query.th === undefined || entry.th === query.th)
+        ) {
+          out.push(entry);
+          if (out.length >= limit) break;
+        }
+      }
+      return out;
+    }
+    const range = { start: ["log", start], end: ["log", END_SEQ] };
+    for await (const { value } of listRecords(this.#backend, range, 2)) {
+      const entry = value as LogEntry;
+      if (query.th !== undefined && entry.th !== query.th) continue;
+      out.push(entry);
+      if (out.length >= limit) break;
+    }
+    return out;
+  }
+
+  peers(): Promise<PeerRecord[]> {
+    return this.#collect<PeerRecord>(["peer"], 2);
+  }
+
+  peer(key: string): Promise<PeerRecord | undefined> {
+    return this.#read<PeerRecord>(["peer", keyText(key)]);
+  }
+
+  putPeer(record: PeerRecord): Promise<void> {
+    try {
+      requireText(record?.key, "putPeer: key");
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#put(["peer", keyText(record.key)], record);
+  }
+
+  putGrant(record: GrantRecord): Promise<void> {
+    try {
+      if (!["issued", "held", "presented"].includes(record?.kind)) {
+        throw new TypeError(`putGrant: kind must be issued, held or presented`);
+      }
+      requireText(record.hash, "putGrant: hash");
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#put(["grant", record.kind, keyText(record.hash)], record);
+  }
+
+  grants(kind?: GrantKind): Promise<GrantRecord[]> {
+    return this.#collect<GrantRecord>(
+      kind === undefined ? ["grant"] : ["grant", kind],
+      3,
+    );
+  }
+
+  revoke(hash: string): Promise<void> {
+    const key: Key = ["revoked", keyText(requireText(hash, "revoke: hash"))];
+    return this.#submit(false, (tx) => tx.set(key, Date.now()));
+  }
+
+  async isRevoked(hash: string): Promise<boolean> {
+    return (await this.#backend.get(["revoked", keyText(hash)])) !== undefined;
+  }
+
+  putBlob(record: BlobRecord): Promise<void> {
+    try {
+      requireText(record?.peer, "putBlob: peer");
+      requireText(record.ref, "putBlob: ref");
+      if (record.dir !== "in" && record.dir !== "out") {
+        throw new TypeError(`putBlob: dir must be "in" or "out"`);
+      }
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#put([
+      "blob",
+      keyText(record.peer),
+      record.dir,
+      keyText(record.ref),
+    ], record);
+  }
+
+  blob(
+    peer: string,
+    ref: string,
+    dir: Direction,
+  ): Promise<BlobRecord | undefined> {
+    return this.#read<BlobRecord>(["blob", keyText(peer), dir, keyText(ref)]);
+  }
+
+  blobs(peer?: string): Promise<BlobRecord[]> {
+    return this.#collect<BlobRecord>(
+      peer === undefined ? ["blob"] : ["blob", keyText(peer)],
+      4,
+    );
+  }
+
+  getMeta<T>(name: string): Promise<T | undefined> {
+    return this.#read<T>(["meta", keyText(name)]);
+  }
+
+  setMeta<T>(name: string, value: T): Promise<void> {
+    const key: Key = ["meta", keyText(requireText(name, "setMeta: name"))];
+    if (value === undefined) {
+      return this.#submit(false, (tx) => tx.deleteRecord(key));
+    }
+    return this.#put(key, value);
+  }
+
+  #put(key: Key, value: unknown): Promise<void> {
+    return this.#submit(false, async (tx) => {
+      await tx.putRecord(key, value);
+    });
+  }
+
+  async #read<T>(key: Key): Promise<T | undefined> {
+    const head = await this.#backend.get(key);
+    return await assemble(key, head, (k) => this.#backend.get(k)) as
+      | T
+      | undefined;
+  }
+
+  async #collect<T>(prefix: Key, depth: number): Promise<T[]> {
+    const out: T[] = [];
+    for await (
+      const { value } of listRecords(this.#backend, { prefix }, depth)
+    ) out.push(value as T);
+    return out;
+  }
+}
+
+/** A received chunk line for the log, without its data. */
+function elideChunk(line: IncomingLine): string {
+  const { data: _, ...rest } = line.message;
+  return JSON.stringify(rest);
+}
+
+/** {@link KvBackend} on a `Deno.Kv`. */
+class DenoKvBackend implements KvBackend {
+  #kv: Deno.Kv;
+
+  constructor(kv: Deno.Kv) {
+    this.#kv = kv;
+  }
+
+  async get(key: Key): Promise<unknown> {
+    const entry = await this.#kv.get(key as Deno.KvKey);
+    return entry.versionstamp === null ? undefined : entry.value;
+  }
+
+  async *list(range: KeyRange): AsyncIterable<{ key: Key; value: unknown }> {
+    for await (
+      const entry of this.#kv.list(range as Deno.KvListSelector, {
+        batchSize: 500,
+      })
+    ) {
+      yield { key: entry.key as Key, value: entry.value };
+    }
+  }
+
+  async commit(mutations: Mutation[]): Promise<void> {
+    const op = this.#kv.atomic();
+    for (const m of mutations) {
+      if (m.value === undefined) op.delete(m.key as Deno.KvKey);
+      else op.set(m.key as Deno.KvKey, m.value);
+    }
+    const result = await op.commit();
+    if (!result.ok) throw new Error("Deno KV commit failed");
+  }
+
+  close(): void {
+    this.#kv.close();
+  }
+}

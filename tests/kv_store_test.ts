@@ -1,0 +1,243 @@
+import assert from "node:assert/strict";
+import {
+  type Key,
+  type KeyRange,
+  type KvBackend,
+  KvStore,
+  type Mutation,
+} from "../storage/kv_store.ts";
+import { openStore, StoreUnavailableError } from "../storage/open_store.ts";
+import type { Store } from "../storage/store.ts";
+import { storeContract, type StoreHarness } from "./store_contract.ts";
+
+storeContract("KvStore", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "awp-kv-" });
+  const path = `${dir}/awp.kv`;
+  const harness: StoreHarness = {
+    store: await KvStore.open(path),
+    reopen: async () => {
+      harness.store.close();
+      harness.store = await KvStore.open(path);
+      return harness.store;
+    },
+    cleanup: async () => {
+      harness.store.close();
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+  return harness;
+}, { durable: true });
+
+Deno.test("KvStore: in-memory KV when no path is given", async () => {
+  const store = await KvStore.open();
+  try {
+    const [e] = await store.enqueue("ed25519:x", [{
+      fields: { t: "msg", th: "t", parts: [] },
+    }]);
+    assert.deepEqual(await store.outbox("ed25519:x"), [e]);
+  } finally {
+    store.close();
+  }
+});
+
+Deno.test("KvStore: a split record whose head never got written is cleaned on open", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "awp-kv-" });
+  const path = `${dir}/awp.kv`;
+  try {
+    // What a kill -9 between the staging commit and the head commit leaves.
+    const kv = await Deno.openKv(path);
+    await kv.atomic()
+      .set(["pend", "ob", "peer", "01STAGED"], 2)
+      .set(["ob", "peer", "01STAGED", 0], new Uint8Array(10))
+      .set(["ob", "peer", "01STAGED", 1], new Uint8Array(10))
+      .commit();
+    kv.close();
+    const store = await KvStore.open(path);
+    assert.deepEqual(await store.outbox("peer"), []);
+    store.close();
+    const check = await Deno.openKv(path);
+    const left = await Array.fromAsync(check.list({ prefix: [] }));
+    check.close();
+    assert.deepEqual(
+      left.map((e) => e.key).filter((k) => k[0] === "ob" || k[0] === "pend"),
+      [],
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("KvStore: a batch bigger than one KV commit is split, in order", async () => {
+  const store = await KvStore.open();
+  try {
+    const text = "x".repeat(50_000);
+    // 40 entries of ~50 KB: ~2 MB, several commits.
+    const drafts = Array.from(
+      { length: 40 },
+      (_, i) => ({
+        fields: { t: "msg", th: "t", parts: [{ k: "text", text }], i },
+      }),
+    );
+    const entries = await store.enqueue("ed25519:x", drafts);
+    const out = await store.outbox("ed25519:x");
+    assert.deepEqual(out.map((e) => e.fields.i), drafts.map((_, i) => i));
+    assert.deepEqual(out.map((e) => e.id), entries.map((e) => e.id));
+  } finally {
+    store.close();
+  }
+});
+
+Deno.test("openStore: home is created 0700 and holds awp.kv", async () => {
+  const parent = await Deno.makeTempDir({ prefix: "awp-home-" });
+  const home = `${parent}/nested/.awp`;
+  try {
+    const store: Store = await openStore({ home });
+    const [e] = await store.enqueue("ed25519:x", [{
+      fields: { t: "msg", th: "t", parts: [] },
+    }]);
+    store.close();
+    assert.equal((await Deno.stat(home)).mode! & 0o777, 0o700);
+    assert.ok((await Deno.stat(`${home}/awp.kv`)).isFile);
+    const again = await openStore({ home });
+    assert.deepEqual((await again.outbox("ed25519:x")).map((x) => x.id), [
+      e.id,
+    ]);
+    again.close();
+  } finally {
+    await Deno.remove(parent, { recursive: true });
+  }
+});
+
+Deno.test("openStore: memory, and bad options", async () => {
+  const store = await openStore({ memory: true });
+  assert.equal(typeof store.nextId(), "string");
+  store.close();
+  await assert.rejects(openStore({}), /give home, url or memory/);
+  await assert.rejects(openStore({ url: "file:///x" }), /http or https/);
+});
+
+Deno.test("openStore: without --unstable-kv it says so in one line", async () => {
+  const script = new URL("../storage/open_store.ts", import.meta.url).href;
+  const code = `
+    const { openStore, StoreUnavailableError } = await import(${
+    JSON.stringify(script)
+  });
+    try { await openStore({ home: Deno.makeTempDirSync() }); console.log("opened"); }
+    catch (e) { console.log(e instanceof StoreUnavailableError ? "unavailable" : "other"); console.log(e.message); }
+  `;
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["eval", "--no-config", code],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const lines = new TextDecoder().decode(out.stdout).trim().split("\n");
+  assert.equal(lines[0], "unavailable", new TextDecoder().decode(out.stderr));
+  assert.equal(lines.length, 2);
+  assert.match(lines[1], /--unstable-kv/);
+  assert.match(lines[1], /memory: true/);
+  assert.ok(new StoreUnavailableError().message === lines[1]);
+});
+
+/** A real Deno KV backend whose commits the test can hold and count. */
+class GatedBackend implements KvBackend {
+  commits: number[] = [];
+  #kv: Deno.Kv;
+  #gate: Promise<void> = Promise.resolve();
+  #entered: (() => void) | undefined;
+
+  constructor(kv: Deno.Kv) {
+    this.#kv = kv;
+  }
+
+  /** Holds the next commits until the returned release is called. */
+  hold(): { entered: Promise<void>; release: () => void } {
+    let release!: () => void;
+    this.#gate = new Promise((r) => release = r);
+    const entered = new Promise<void>((r) => this.#entered = r);
+    return { entered, release };
+  }
+
+  async get(key: Key): Promise<unknown> {
+    const e = await this.#kv.get(key as Deno.KvKey);
+    return e.versionstamp === null ? undefined : e.value;
+  }
+
+  async *list(range: KeyRange): AsyncIterable<{ key: Key; value: unknown }> {
+    for await (const e of this.#kv.list(range as Deno.KvListSelector)) {
+      yield { key: e.key as Key, value: e.value };
+    }
+  }
+
+  async commit(mutations: Mutation[]): Promise<void> {
+    this.#entered?.();
+    await this.#gate;
+    const op = this.#kv.atomic();
+    for (const m of mutations) {
+      m.value === undefined
+        ? op.delete(m.key as Deno.KvKey)
+        : op.set(m.key as Deno.KvKey, m.value);
+    }
+    assert.ok((await op.commit()).ok);
+    this.commits.push(mutations.length);
+  }
+
+  close(): void {
+    this.#kv.close();
+  }
+}
+
+Deno.test("KvStore: calls arriving during a commit share the next one", async () => {
+  const backend = new GatedBackend(await Deno.openKv(":memory:"));
+  const store = new KvStore(backend);
+  try {
+    const { entered, release } = backend.hold();
+    let firstDone = false;
+    const first = store.enqueue("ed25519:x", [{
+      fields: { t: "msg", th: "t", parts: [] },
+    }]).then((e) => {
+      firstDone = true;
+      return e;
+    });
+    await entered; // the first commit is in flight, held
+    const line = (i: number) => ({
+      id: `I${i}`,
+      t: "msg",
+      th: "t",
+      message: {},
+      raw: "{}",
+    });
+    const rest = Promise.all([
+      ...Array.from(
+        { length: 50 },
+        () =>
+          store.enqueue("ed25519:x", [{
+            fields: { t: "msg", th: "t", parts: [] },
+          }]),
+      ),
+      ...Array.from(
+        { length: 50 },
+        (_, i) => store.receive("ed25519:x", [line(i)]),
+      ),
+      store.log([{
+        peer: "ed25519:x",
+        dir: "out",
+        t: "ping",
+        line: "{}",
+        at: 1,
+      }]),
+    ]);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(firstDone, false, "resolved before its commit was durable");
+    release();
+    await first;
+    await rest;
+    assert.equal(backend.commits.length, 2);
+    assert.ok(
+      backend.commits[1] > 100,
+      `second commit had ${backend.commits[1]} mutations`,
+    );
+    assert.equal((await store.outbox("ed25519:x")).length, 51);
+  } finally {
+    store.close();
+  }
+});
