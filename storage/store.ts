@@ -229,7 +229,11 @@ export interface Store {
   isRevoked(hash: string): Promise<boolean>;
 
   putBlob(record: BlobRecord): Promise<void>;
-  blob(peer: string, ref: string, dir: Direction): Promise<BlobRecord | undefined>;
+  blob(
+    peer: string,
+    ref: string,
+    dir: Direction,
+  ): Promise<BlobRecord | undefined>;
   blobs(peer?: string): Promise<BlobRecord[]>;
 
   /** A small persisted value (counters such as presence seq, config). */
