@@ -1,0 +1,241 @@
+/**
+ * The chart of a dialer: one per remote peer we may need to reach.
+ *
+ * SPEC 4.3: the awake side owns reconnection and retries with exponential
+ * backoff capped at 60 s for as long as it has unacked messages or open
+ * threads for that peer, with no give-up timeout. Backoff starts at 0.5 s,
+ * doubles, is capped at 60 s and is jittered (down by up to `jitter`, so the
+ * cap holds) to keep a crowd of dialers from retrying in step.
+ *
+ * A listener that learned the dialer's `hello.addr` (NOTES item 6) runs a
+ * dialer with `dialBack`: after that connection drops it first waits
+ * `dialBackGrace` (15 s) so it does not race the original dialer coming
+ * back, then dials like any other.
+ *
+ * The chart is data: the `connect` actor, the `wanted` guard (does the owner
+ * still have something for this peer?) and the delays are implementations,
+ * replaced with `.provide()` by actors/dialer.ts and by tests.
+ *
+ * @module
+ */
+
+import { assign, fromPromise, not, setup } from "xstate";
+
+/** Backoff and grace settings, in ms. */
+export interface DialerTiming {
+  /** First retry delay (500). */
+  baseMs: number;
+  /** Longest delay between attempts (60 000). */
+  capMs: number;
+  /** Fraction by which a delay may be shortened at random (0.2). */
+  jitter: number;
+  /** How long a listener waits before dialing back (15 000). */
+  graceMs: number;
+}
+
+/** The defaults of {@link DialerTiming}. */
+export const DEFAULT_DIALER_TIMING: Readonly<DialerTiming> = Object.freeze({
+  baseMs: 500,
+  capMs: 60_000,
+  jitter: 0.2,
+  graceMs: 15_000,
+});
+
+/** Input of {@link dialerMachine}. */
+export interface DialerInput {
+  /** The remote peer's key. */
+  peer: string;
+  /** Addresses to try, preferred first; attempts rotate through them. */
+  addresses: string[];
+  /** We are the listener side, dialing back an address from hello.addr. */
+  dialBack?: boolean;
+  timing?: Partial<DialerTiming>;
+  /** Source of randomness for jitter, in [0, 1). */
+  random?: () => number;
+}
+
+/** Context of {@link dialerMachine}. */
+export interface DialerContext {
+  peer: string;
+  addresses: string[];
+  dialBack: boolean;
+  timing: DialerTiming;
+  random: () => number;
+  /** Failed attempts since the last established connection. */
+  attempt: number;
+  /** The last dial error, one line. */
+  lastError?: string;
+}
+
+/** Events a dialer accepts. */
+export type DialerEvent =
+  /** The owner has something to deliver: start dialing if idle. */
+  | { type: "WAKE" }
+  /** A connection to this peer is open (ours or inbound). */
+  | { type: "CONNECTED" }
+  /** The open connection to this peer closed. */
+  | { type: "DISCONNECTED" }
+  /** A newly learned address (introduce, hello.addr): tried first. */
+  | { type: "ADDRESS"; address: string }
+  /** Stop for good. */
+  | { type: "STOP" };
+
+/** What the `connect` actor is given. */
+export interface ConnectInput {
+  peer: string;
+  address: string;
+  attempt: number;
+}
+
+/**
+ * The delay before retry number `attempt` (0-based): `baseMs * 2^attempt`
+ * capped at `capMs`, shortened by up to `jitter` of itself.
+ *
+ * @example
+ * ```ts
+ * import { backoffDelay, DEFAULT_DIALER_TIMING } from "./dialer_machine.ts";
+ * console.assert(backoffDelay(0, DEFAULT_DIALER_TIMING, () => 0) === 500);
+ * console.assert(backoffDelay(20, DEFAULT_DIALER_TIMING, () => 0) === 60_000);
+ * ```
+ */
+export function backoffDelay(
+  attempt: number,
+  timing: DialerTiming,
+  random: () => number,
+): number {
+  const raw = Math.min(
+    timing.capMs,
+    timing.baseMs * 2 ** Math.min(attempt, 40),
+  );
+  return Math.round(raw * (1 - timing.jitter * random()));
+}
+
+/**
+ * The dialer chart. States: `idle` (nothing to deliver, or gave up),
+ * `connecting` (a dial in flight), `backoff` (waiting to retry), `grace`
+ * (listener waiting before dialing back), `connected`, `stopped`.
+ *
+ * @example
+ * ```ts
+ * import { createActor, fromPromise } from "xstate";
+ * import { dialerMachine } from "./dialer_machine.ts";
+ * const actor = createActor(
+ *   dialerMachine.provide({ guards: { wanted: () => false } }),
+ *   { input: { peer: "ed25519:x", addresses: ["tcp:127.0.0.1:1"] } },
+ * ).start();
+ * console.assert(actor.getSnapshot().value === "idle");
+ * actor.stop();
+ * ```
+ */
+export const dialerMachine = setup({
+  types: {
+    context: {} as DialerContext,
+    events: {} as DialerEvent,
+    input: {} as DialerInput,
+  },
+  actors: {
+    // Replaced by the owner: dial, handshake, resolve once established.
+    connect: fromPromise<void, ConnectInput>(() =>
+      Promise.reject(new Error("no connect implementation provided"))
+    ),
+  },
+  guards: {
+    // Replaced by the owner: unacked messages or open threads for the peer.
+    wanted: () => false,
+    dialBack: ({ context }) => context.dialBack,
+    hasAddress: ({ context }) => context.addresses.length > 0,
+  },
+  delays: {
+    // attempt counts failures so far; the first retry waits baseMs.
+    backoff: ({ context }) =>
+      backoffDelay(
+        Math.max(0, context.attempt - 1),
+        context.timing,
+        context.random,
+      ),
+    dialBackGrace: ({ context }) => context.timing.graceMs,
+  },
+  actions: {
+    recordFailure: assign({
+      attempt: ({ context }) => context.attempt + 1,
+      lastError: ({ event }) => {
+        const error = (event as { error?: unknown }).error;
+        const text = error instanceof Error ? error.message : String(error);
+        return text.split("\n")[0];
+      },
+    }),
+    resetAttempts: assign({ attempt: 0, lastError: undefined }),
+    learnAddress: assign({
+      addresses: ({ context, event }) => {
+        if (event.type !== "ADDRESS") return context.addresses;
+        return [
+          event.address,
+          ...context.addresses.filter((a) => a !== event.address),
+        ];
+      },
+    }),
+  },
+}).createMachine({
+  id: "dialer",
+  context: ({ input }) => ({
+    peer: input.peer,
+    addresses: [...input.addresses],
+    dialBack: input.dialBack ?? false,
+    timing: { ...DEFAULT_DIALER_TIMING, ...input.timing },
+    random: input.random ?? Math.random,
+    attempt: 0,
+  }),
+  initial: "idle",
+  on: {
+    ADDRESS: { actions: "learnAddress" },
+    STOP: ".stopped",
+  },
+  states: {
+    idle: {
+      on: {
+        WAKE: "check",
+        CONNECTED: "connected",
+      },
+    },
+    // Entry point of every (re)try: dial if there is something to deliver.
+    check: {
+      always: [
+        { guard: not("hasAddress"), target: "idle" },
+        { guard: "wanted", target: "connecting" },
+        { target: "idle" },
+      ],
+    },
+    connecting: {
+      invoke: {
+        src: "connect",
+        input: ({ context }) => ({
+          peer: context.peer,
+          address:
+            context.addresses[context.attempt % context.addresses.length],
+          attempt: context.attempt,
+        }),
+        onDone: { target: "connected", actions: "resetAttempts" },
+        onError: { target: "backoff", actions: "recordFailure" },
+      },
+      on: { CONNECTED: "connected" },
+    },
+    backoff: {
+      after: { backoff: "check" },
+      on: { CONNECTED: "connected" },
+    },
+    grace: {
+      after: { dialBackGrace: "check" },
+      on: { CONNECTED: "connected" },
+    },
+    connected: {
+      entry: "resetAttempts",
+      on: {
+        DISCONNECTED: [
+          { guard: "dialBack", target: "grace" },
+          { target: "backoff" },
+        ],
+      },
+    },
+    stopped: { type: "final" },
+  },
+});

@@ -1,0 +1,737 @@
+/**
+ * The root of a peer's actor system: listeners, dialers and connections,
+ * and the router that hands each delivered line to the handler owning it.
+ *
+ * Structure, and why. Connections are NOT spawned as children of the
+ * supervisor's statechart: xstate keeps a machine's children in its
+ * snapshot and copies that record on every transition that touches it, so
+ * spawning N children into one machine costs O(N²) over N connections, and
+ * 10,000 peers would pay for it on every connect and close. Each
+ * {@link Connection} (and each {@link Dialer}) is instead an independent
+ * actor made with `createActor`, held in a Map keyed by the remote key, and
+ * watched through its own `subscribe` error channel and its `closed`
+ * promise. {@link supervisorMachine} tracks only lifecycle (running,
+ * stopping, stopped) and counts, so its snapshot stays O(1). Anything that
+ * does get spawned or invoked into it fails through `xstate.error.actor.*`,
+ * which it records and survives.
+ *
+ * Rules kept here:
+ * - one active connection per remote key (NOTES item 4): a newly
+ *   authenticated connection replaces the older one before its resume is
+ *   processed (in Connection's `onAuthenticated`), except that when both
+ *   came up within `simultaneousWindowMs` (a simultaneous open) both sides
+ *   keep the connection dialed by the smaller key;
+ * - a handler that throws, or a connection whose actor fails, is reported
+ *   and closed at most: the supervisor keeps running;
+ * - reconnecting (SPEC 4.3) is the {@link Dialer}'s job; the supervisor
+ *   tells it when the peer is up or down and whether it is still wanted:
+ *   unacked outbox entries or an open thread (NOTES item 12: a thread is
+ *   open until either side says done, failed or closed, and only if it saw
+ *   activity within the outbox retention window).
+ *
+ * @module
+ */
+
+import { type Actor, assign, createActor, setup } from "xstate";
+import { Connection, type RemoteHello } from "./connection.ts";
+import type { ConnectionTimeouts } from "./connection_machine.ts";
+import { Dialer } from "./dialer.ts";
+import type { DialerTiming } from "./dialer_machine.ts";
+import { dial, listen, type Listener, type Transport } from "./transport.ts";
+import type { OutboxDraft, OutboxEntry, Store } from "../storage/store.ts";
+import type { Signer } from "../wire/keys.ts";
+import type { Grant, Message } from "../wire/types.ts";
+
+/** One delivered line and where it came from. */
+export interface Delivery {
+  /** The remote peer's key. */
+  peer: string;
+  message: Message;
+  /** The line exactly as received. */
+  raw: string;
+  connection: Connection;
+}
+
+/** Handles delivered lines; may be async (awaited in order per connection). */
+export type DeliveryHandler = (delivery: Delivery) => void | Promise<void>;
+
+/**
+ * Where delivered lines go. `thread` and `blob` are registries: asked once
+ * per (peer, th) or (peer, ref) for the handler that owns it, which is then
+ * cached until {@link Supervisor.forgetThread} (blob handlers are dropped
+ * after the chunk with `last: true`).
+ */
+export interface Routes {
+  /** msg and state, by `th`. */
+  thread?(peer: string, th: string): DeliveryHandler | undefined;
+  /** chunk, by `ref`. */
+  blob?(peer: string, ref: string): DeliveryHandler | undefined;
+  grant?: DeliveryHandler;
+  introduce?: DeliveryHandler;
+  presence?: DeliveryHandler;
+  mirror?: DeliveryHandler;
+  private?: DeliveryHandler;
+  /** err lines from the peer. */
+  err?: DeliveryHandler;
+  /** Anything without a route above. */
+  other?: DeliveryHandler;
+}
+
+/** What the supervisor reports. */
+export type SupervisorEvent =
+  | { type: "listening"; addr: string }
+  | {
+    type: "connected";
+    peer: string;
+    name?: string;
+    dialed: boolean;
+    remoteAddr: string;
+  }
+  | { type: "disconnected"; peer: string; reason: string }
+  | { type: "replaced"; peer: string }
+  | { type: "duplicate"; peer: string; kept: "dialed" | "accepted" }
+  | { type: "closed"; peer?: string; remoteAddr: string; reason: string }
+  | {
+    type: "dial_failed";
+    peer: string;
+    address: string;
+    attempt: number;
+    error: string;
+  }
+  | { type: "dialer"; peer: string; state: string; attempt: number }
+  | { type: "handler_error"; peer: string; t: string; error: string }
+  | { type: "connection_failed"; peer?: string; error: string };
+
+/** Options of {@link Supervisor}. */
+export interface SupervisorOptions {
+  signer: Signer;
+  store: Store;
+  name?: string;
+  about?: string;
+  caps?: string[];
+  /** Our reachable address for hello.addr; defaults to the first listener's. */
+  addr?: string;
+  grants?: Grant[];
+  timeouts?: Partial<ConnectionTimeouts>;
+  dialer?: { timing?: Partial<DialerTiming>; random?: () => number };
+  /** Allow plaintext TCP with public addresses (see actors/transport.ts). */
+  allowPublic?: boolean;
+  /** Return a refusal detail to refuse a peer after its auth. */
+  admit?(remote: RemoteHello): string | undefined;
+  routes?: Routes;
+  /**
+   * Overrides "is this peer still wanted?" (keep dialing). Default: it has
+   * unacked outbox entries or an open thread, as last read from the store.
+   */
+  wanted?(peer: string): boolean;
+  /** Connections authenticated this close together are a simultaneous open (5 s). */
+  simultaneousWindowMs?: number;
+  /** Outbox retention, for "open thread" (7 days). */
+  retentionMs?: number;
+  onEvent?(event: SupervisorEvent): void;
+  /** Every line in and out, for a log or an inspector. */
+  onLine?(peer: string | undefined, dir: "in" | "out", raw: string): void;
+}
+
+/** Counts the supervisor's chart keeps. */
+export interface SupervisorCounts {
+  /** Connections alive (any state). */
+  connections: number;
+  /** Peers with an active (authenticated) connection. */
+  active: number;
+  listeners: number;
+  /** Child failures survived (actor errors, throwing handlers). */
+  failures: number;
+}
+
+/** Events of {@link supervisorMachine}. */
+export type SupervisorMachineEvent =
+  | { type: "CONNECTION_STARTED" }
+  | { type: "CONNECTION_ENDED" }
+  | { type: "ACTIVATED" }
+  | { type: "DEACTIVATED" }
+  | { type: "LISTENING" }
+  | { type: "LISTENER_CLOSED" }
+  | { type: "FAILURE" }
+  | { type: "STOP" }
+  | { type: "STOPPED" };
+
+/**
+ * The supervisor's own chart: lifecycle and counts only (see the module
+ * comment for why connections are not its children).
+ *
+ * @example
+ * ```ts
+ * import { createActor } from "xstate";
+ * import { supervisorMachine } from "./supervisor.ts";
+ * const a = createActor(supervisorMachine).start();
+ * a.send({ type: "CONNECTION_STARTED" });
+ * console.assert(a.getSnapshot().context.connections === 1);
+ * a.stop();
+ * ```
+ */
+export const supervisorMachine = setup({
+  types: {
+    context: {} as SupervisorCounts,
+    events: {} as
+      | SupervisorMachineEvent
+      | { type: `xstate.error.actor.${string}`; error: unknown },
+  },
+  actions: {
+    countFailure: assign({ failures: ({ context }) => context.failures + 1 }),
+  },
+}).createMachine({
+  id: "supervisor",
+  context: { connections: 0, active: 0, listeners: 0, failures: 0 },
+  initial: "running",
+  on: {
+    CONNECTION_STARTED: {
+      actions: assign({
+        connections: ({ context }) => context.connections + 1,
+      }),
+    },
+    CONNECTION_ENDED: {
+      actions: assign({
+        connections: ({ context }) => context.connections - 1,
+      }),
+    },
+    ACTIVATED: {
+      actions: assign({ active: ({ context }) => context.active + 1 }),
+    },
+    DEACTIVATED: {
+      actions: assign({ active: ({ context }) => context.active - 1 }),
+    },
+    LISTENING: {
+      actions: assign({ listeners: ({ context }) => context.listeners + 1 }),
+    },
+    LISTENER_CLOSED: {
+      actions: assign({ listeners: ({ context }) => context.listeners - 1 }),
+    },
+    FAILURE: { actions: "countFailure" },
+    // A failing child never takes the supervisor down.
+    "xstate.error.actor.*": { actions: "countFailure" },
+  },
+  states: {
+    running: { on: { STOP: "stopping" } },
+    stopping: { on: { STOPPED: "stopped" } },
+    stopped: { type: "final" },
+  },
+});
+
+interface Active {
+  conn: Connection;
+  since: number;
+}
+
+const DONE_STATES: ReadonlySet<string> = new Set(["done", "failed", "closed"]);
+
+function errorText(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.split("\n")[0];
+}
+
+/**
+ * Owns listeners, dialers and connections of one peer, and routes what the
+ * connections deliver.
+ *
+ * @example
+ * ```ts ignore
+ * import { Supervisor } from "./supervisor.ts";
+ * import { MemoryStore } from "../storage/memory_store.ts";
+ * import { Signer } from "../wire/keys.ts";
+ * const sup = new Supervisor({ signer: await Signer.generate(), store: new MemoryStore() });
+ * sup.start();
+ * const listener = await sup.listen("tcp:127.0.0.1:0");
+ * console.log("listening on", listener.addr);
+ * await sup.stop();
+ * ```
+ */
+export class Supervisor {
+  /** Our key. */
+  readonly key: string;
+  /** The lifecycle and counts chart. */
+  readonly actor: Actor<typeof supervisorMachine>;
+  #o: SupervisorOptions;
+  #connections = new Set<Connection>();
+  #active = new Map<string, Active>();
+  #dialers = new Map<string, Dialer>();
+  #listeners = new Set<Listener>();
+  #wanted = new Map<string, boolean>();
+  #threadHandlers = new Map<string, DeliveryHandler>();
+  #blobHandlers = new Map<string, DeliveryHandler>();
+  #stopping = false;
+  #started = false;
+
+  constructor(options: SupervisorOptions) {
+    this.#o = options;
+    this.key = options.signer.key;
+    this.actor = createActor(supervisorMachine);
+  }
+
+  /** Starts the chart. */
+  start(): void {
+    // (A not yet started actor already reports status "active".)
+    if (this.#started) return;
+    this.#started = true;
+    this.actor.start();
+  }
+
+  /** Counts: connections, active peers, listeners, failures survived. */
+  get counts(): SupervisorCounts {
+    return { ...this.actor.getSnapshot().context };
+  }
+
+  /** The lifecycle state: running, stopping or stopped. */
+  get state(): string {
+    return String(this.actor.getSnapshot().value);
+  }
+
+  /** The active connection to `peer`, if any. */
+  connection(peer: string): Connection | undefined {
+    return this.#active.get(peer)?.conn;
+  }
+
+  /** Keys of peers with an active connection. */
+  get peers(): string[] {
+    return [...this.#active.keys()];
+  }
+
+  /** The dialer for `peer`, if one exists. */
+  dialer(peer: string): Dialer | undefined {
+    return this.#dialers.get(peer);
+  }
+
+  /** Listens on `address`; accepted connections are run by the supervisor. */
+  async listen(address: string): Promise<Listener> {
+    this.start();
+    const listener = await listen(
+      address,
+      (t) => this.#adopt(t, false),
+      { allowPublic: this.#o.allowPublic },
+    );
+    this.#listeners.add(listener);
+    this.#o.addr ??= listener.addr;
+    this.#send({ type: "LISTENING" });
+    this.#emit({ type: "listening", addr: listener.addr });
+    return listener;
+  }
+
+  /**
+   * Dials `address` once and runs the connection. Resolves with the peer's
+   * hello once established; rejects (one line) if dialing or the handshake
+   * fails, or when `expect` is given and a different key answered.
+   */
+  async connect(
+    address: string,
+    options: { signal?: AbortSignal; expect?: string } = {},
+  ): Promise<RemoteHello> {
+    this.start();
+    if (this.#stopping) throw new Error("supervisor is stopping");
+    const transport = await dial(address, {
+      allowPublic: this.#o.allowPublic,
+      signal: options.signal,
+    });
+    const conn = this.#adopt(transport, true);
+    // Abort only cancels a handshake: once open, the connection stays.
+    const abort = () => {
+      if (conn.state !== "open") conn.close("dial aborted");
+    };
+    options.signal?.addEventListener("abort", abort, { once: true });
+    try {
+      const remote = await conn.established;
+      if (options.expect && remote.key !== options.expect) {
+        conn.close("unexpected key");
+        throw new Error(
+          `dial ${address}: expected ${options.expect}, found ${remote.key}`,
+        );
+      }
+      return remote;
+    } catch (error) {
+      throw new Error(`connect ${address}: ${errorText(error)}`);
+    } finally {
+      options.signal?.removeEventListener("abort", abort);
+    }
+  }
+
+  /**
+   * Keeps `peer` reachable at `addresses` (preferred first): creates its
+   * dialer if needed, learns new addresses, and wakes it.
+   */
+  reach(peer: string, addresses: string[]): Dialer {
+    let dialer = this.#dialers.get(peer);
+    if (!dialer) {
+      dialer = this.#createDialer(peer, addresses, false);
+    } else {
+      for (const a of [...addresses].reverse()) {
+        if (!dialer.addresses.includes(a) || dialer.addresses[0] !== a) {
+          dialer.learn(a);
+        }
+      }
+    }
+    this.#wanted.set(peer, true);
+    if (this.#active.has(peer)) dialer.connected();
+    else dialer.wake();
+    return dialer;
+  }
+
+  /**
+   * Commits `drafts` to `peer`'s outbox and sends them now if connected;
+   * otherwise they wait for the next resume, and the peer's dialer (if any)
+   * is woken.
+   */
+  async send(peer: string, drafts: OutboxDraft[]): Promise<OutboxEntry[]> {
+    const entries = await this.#o.store.enqueue(peer, drafts);
+    this.#wanted.set(peer, true);
+    const active = this.#active.get(peer);
+    if (active) active.conn.sendEntries(entries);
+    else this.#dialers.get(peer)?.wake();
+    return entries;
+  }
+
+  /** Forgets a cached thread handler (e.g. when the thread ends). */
+  forgetThread(peer: string, th: string): void {
+    this.#threadHandlers.delete(`${peer} ${th}`);
+  }
+
+  /** Re-reads from the store whether `peer` is wanted (for the dialer). */
+  async refreshWanted(peer: string): Promise<boolean> {
+    let wanted = false;
+    try {
+      if ((await this.#o.store.outbox(peer)).length > 0) wanted = true;
+      else {
+        const horizon = Date.now() - (this.#o.retentionMs ?? 7 * 86_400_000);
+        for (const t of await this.#o.store.threads(peer)) {
+          const ended = DONE_STATES.has(t.mine?.state ?? "") ||
+            DONE_STATES.has(t.theirs?.state ?? "");
+          if (!ended && Date.parse(t.updated) >= horizon) {
+            wanted = true;
+            break;
+          }
+        }
+      }
+    } catch {
+      wanted = this.#wanted.get(peer) ?? false; // keep the last answer
+    }
+    this.#wanted.set(peer, wanted);
+    return wanted;
+  }
+
+  /**
+   * Stops everything: listeners, dialers, then each connection with a bye
+   * (bounded by the bye timeout).
+   */
+  async stop(reason = "shutting down"): Promise<void> {
+    if (this.#stopping) return;
+    this.#stopping = true;
+    this.start();
+    this.#send({ type: "STOP" });
+    for (const l of this.#listeners) l.close();
+    await Promise.all([...this.#listeners].map((l) => l.done));
+    for (const _ of this.#listeners) this.#send({ type: "LISTENER_CLOSED" });
+    this.#listeners.clear();
+    for (const d of this.#dialers.values()) d.stop();
+    this.#dialers.clear();
+    await Promise.all(
+      [...this.#connections].map((c) =>
+        c.state === "open" ? c.bye(reason) : (c.close(reason), c.closed)
+      ),
+    );
+    this.#send({ type: "STOPPED" });
+    this.actor.stop();
+  }
+
+  // ---- internals ----
+
+  #send(event: SupervisorMachineEvent): void {
+    if (this.actor.getSnapshot().status === "active") this.actor.send(event);
+  }
+
+  #emit(event: SupervisorEvent): void {
+    try {
+      this.#o.onEvent?.(event);
+    } catch { /* an observer's failure is not ours */ }
+  }
+
+  #failure(event: SupervisorEvent): void {
+    this.#send({ type: "FAILURE" });
+    this.#emit(event);
+  }
+
+  #isWanted(peer: string): boolean {
+    if (this.#o.wanted) {
+      try {
+        return this.#o.wanted(peer);
+      } catch {
+        return true; // when unsure, keep trying: sending must not fail
+      }
+    }
+    return this.#wanted.get(peer) ?? false;
+  }
+
+  #createDialer(peer: string, addresses: string[], dialBack: boolean): Dialer {
+    const dialer = new Dialer({
+      peer,
+      addresses,
+      dialBack,
+      timing: this.#o.dialer?.timing,
+      random: this.#o.dialer?.random,
+      shouldConnect: () => !this.#stopping && this.#isWanted(peer),
+      connect: async (address, signal, attempt) => {
+        try {
+          await this.connect(address, { signal, expect: peer });
+        } catch (error) {
+          if (!signal.aborted) {
+            this.#emit({
+              type: "dial_failed",
+              peer,
+              address,
+              attempt,
+              error: errorText(error),
+            });
+          }
+          if (!this.#o.wanted) await this.refreshWanted(peer);
+          throw error;
+        }
+      },
+      onChange: (state, attempt) =>
+        this.#emit({ type: "dialer", peer, state, attempt }),
+    });
+    this.#dialers.set(peer, dialer);
+    dialer.start();
+    return dialer;
+  }
+
+  /** Runs a connection over `transport`. */
+  #adopt(transport: Transport, dialed: boolean): Connection {
+    if (this.#stopping) {
+      transport.close();
+      throw new Error("supervisor is stopping");
+    }
+    const conn = new Connection({
+      transport,
+      signer: this.#o.signer,
+      store: this.#o.store,
+      dialed,
+      name: this.#o.name,
+      about: this.#o.about,
+      caps: this.#o.caps,
+      addr: this.#o.addr,
+      grants: this.#o.grants,
+      timeouts: this.#o.timeouts,
+      admit: this.#o.admit,
+      onAuthenticated: (c) => this.#activate(c),
+      onDeliver: (c, lines) => {
+        for (const line of lines) this.#route(c, line.message, line.raw);
+      },
+      onControl: (c, line) => this.#route(c, line.message, line.raw),
+      onLine: this.#o.onLine
+        ? (c, dir, raw) => this.#o.onLine!(c.remote?.key, dir, raw)
+        : undefined,
+      onClosed: (c, reason) => this.#closed(c, reason, transport.remoteAddr),
+    });
+    this.#connections.add(conn);
+    this.#send({ type: "CONNECTION_STARTED" });
+    // The connection's own actor failing is a child failure: survive it.
+    conn.actor.subscribe({
+      error: (error) => {
+        this.#failure({
+          type: "connection_failed",
+          peer: conn.remote?.key,
+          error: errorText(error),
+        });
+        try {
+          transport.close();
+        } catch { /* already */ }
+        this.#closed(conn, `failed: ${errorText(error)}`, transport.remoteAddr);
+      },
+    });
+    conn.established.then(
+      (remote) => this.#established(conn, remote, transport.remoteAddr),
+      () => {},
+    );
+    try {
+      conn.start();
+    } catch (error) {
+      this.#failure({ type: "connection_failed", error: errorText(error) });
+      transport.close();
+      this.#closed(conn, `failed: ${errorText(error)}`, transport.remoteAddr);
+    }
+    return conn;
+  }
+
+  /** One active connection per key; runs before the new one's resume. */
+  #activate(conn: Connection): void {
+    const remote = conn.remote;
+    if (!remote || this.#stopping) {
+      conn.close(this.#stopping ? "shutting down" : "no remote");
+      return;
+    }
+    const peer = remote.key;
+    const old = this.#active.get(peer);
+    const now = Date.now();
+    if (old && old.conn !== conn) {
+      const window = this.#o.simultaneousWindowMs ?? 5_000;
+      const dialerOf = (c: Connection) => c.dialed ? this.key : peer;
+      if (now - old.since < window && dialerOf(old.conn) < dialerOf(conn)) {
+        conn.close(
+          "duplicate connection (simultaneous open): keeping the one dialed by the smaller key",
+        );
+        this.#emit({
+          type: "duplicate",
+          peer,
+          kept: old.conn.dialed ? "dialed" : "accepted",
+        });
+        return;
+      }
+      this.#active.delete(peer);
+      this.#send({ type: "DEACTIVATED" });
+      old.conn.close("replaced by a newer connection");
+      this.#emit({ type: "replaced", peer });
+    }
+    if (!old || old.conn !== conn) {
+      this.#active.set(peer, { conn, since: now });
+      this.#send({ type: "ACTIVATED" });
+    }
+  }
+
+  #established(conn: Connection, remote: RemoteHello, remoteAddr: string) {
+    const peer = remote.key;
+    if (this.#active.get(peer)?.conn !== conn) return;
+    this.#emit({
+      type: "connected",
+      peer,
+      name: remote.name,
+      dialed: conn.dialed,
+      remoteAddr,
+    });
+    let dialer = this.#dialers.get(peer);
+    if (!dialer && !conn.dialed && remote.addr) {
+      // NOTES item 6: we can dial back a dialer that goes away.
+      dialer = this.#createDialer(peer, [remote.addr], true);
+    } else if (dialer && !conn.dialed && remote.addr) {
+      dialer.learn(remote.addr);
+    }
+    dialer?.connected();
+    void this.#rememberPeer(remote, conn.dialed);
+  }
+
+  async #rememberPeer(remote: RemoteHello, dialed: boolean): Promise<void> {
+    try {
+      const store = this.#o.store;
+      const known = await store.peer(remote.key);
+      const now = Date.now();
+      const addresses = [...(known?.addresses ?? [])];
+      const dialerAddrs = this.#dialers.get(remote.key)?.addresses ?? [];
+      for (const a of [...dialerAddrs, remote.addr].reverse()) {
+        if (!a) continue;
+        const i = addresses.indexOf(a);
+        if (i >= 0) addresses.splice(i, 1);
+        addresses.unshift(a);
+      }
+      await store.putPeer({
+        ...known,
+        key: remote.key,
+        name: remote.name ?? known?.name,
+        about: remote.about ?? known?.about,
+        caps: remote.caps,
+        addresses,
+        dialed: (known?.dialed ?? false) || dialed,
+        firstSeen: known?.firstSeen ?? now,
+        lastSeen: now,
+      });
+    } catch { /* bookkeeping only */ }
+  }
+
+  #closed(conn: Connection, reason: string, remoteAddr: string): void {
+    if (!this.#connections.delete(conn)) return;
+    this.#send({ type: "CONNECTION_ENDED" });
+    const peer = conn.remote?.key;
+    this.#emit({ type: "closed", peer, remoteAddr, reason });
+    if (!peer || this.#active.get(peer)?.conn !== conn) return;
+    this.#active.delete(peer);
+    this.#send({ type: "DEACTIVATED" });
+    this.#emit({ type: "disconnected", peer, reason });
+    const dialer = this.#dialers.get(peer);
+    if (!dialer || this.#stopping) return;
+    const tell = () => {
+      // A newer connection may have come up meanwhile.
+      if (!this.#active.has(peer)) dialer.disconnected();
+    };
+    if (this.#o.wanted) tell();
+    else this.refreshWanted(peer).then(tell, tell);
+  }
+
+  /** Routes one line to the handler that owns it; failures are contained. */
+  #route(conn: Connection, message: Message, raw: string): void {
+    const peer = conn.remote?.key;
+    if (!peer) return;
+    const routes = this.#o.routes ?? {};
+    let handler: DeliveryHandler | undefined;
+    try {
+      handler = this.#handlerFor(routes, peer, message);
+    } catch (error) {
+      this.#handlerError(peer, message.t, error);
+      return;
+    }
+    if (!handler) return;
+    const delivery: Delivery = { peer, message, raw, connection: conn };
+    const chain = this.#chains.get(conn) ?? Promise.resolve();
+    // In order per connection, even when handlers are async.
+    const next = chain.then(() => handler(delivery)).catch((error) =>
+      this.#handlerError(peer, message.t, error)
+    );
+    this.#chains.set(conn, next);
+    void next.finally(() => {
+      if (this.#chains.get(conn) === next) this.#chains.delete(conn);
+    });
+  }
+
+  #chains = new Map<Connection, Promise<void>>();
+
+  #handlerFor(
+    routes: Routes,
+    peer: string,
+    message: Message,
+  ): DeliveryHandler | undefined {
+    const m = message as Message & {
+      th?: string;
+      ref?: string;
+      last?: boolean;
+    };
+    switch (message.t) {
+      case "msg":
+      case "state": {
+        const key = `${peer} ${m.th}`;
+        let h = this.#threadHandlers.get(key);
+        if (!h && routes.thread) {
+          h = routes.thread(peer, m.th!);
+          if (h) this.#threadHandlers.set(key, h);
+        }
+        return h ?? routes.other;
+      }
+      case "chunk": {
+        const key = `${peer} ${m.ref}`;
+        let h = this.#blobHandlers.get(key);
+        if (!h && routes.blob) {
+          h = routes.blob(peer, m.ref!);
+          if (h) this.#blobHandlers.set(key, h);
+        }
+        if (m.last === true) this.#blobHandlers.delete(key);
+        return h ?? routes.other;
+      }
+      case "grant":
+      case "introduce":
+      case "presence":
+      case "mirror":
+      case "private":
+      case "err":
+        return routes[message.t] ?? routes.other;
+      default:
+        return routes.other;
+    }
+  }
+
+  #handlerError(peer: string, t: string, error: unknown): void {
+    this.#failure({ type: "handler_error", peer, t, error: errorText(error) });
+  }
+}
