@@ -1,0 +1,1314 @@
+/**
+ * The library API: one AWP peer with its identity, store, listeners,
+ * connections and a stream of typed events.
+ *
+ * A Peer is a thin owner around the {@link Supervisor}: it keeps the
+ * durable side (identity seed, outbox, threads, grants, blobs) in a
+ * {@link Store}, turns user calls into outbox drafts, and turns what the
+ * connections deliver into {@link PeerEvent}s. Sending never fails because
+ * the remote is away: `send` resolves once the lines are durable in the
+ * outbox, and they go out on the next resume (SPEC 9.5).
+ *
+ * Layout of a home directory: `awp.kv` (the store), `spool/` (snapshots of
+ * files being sent), `blobs/<peer>/` (received files).
+ *
+ * @module
+ */
+
+import { randomBytes } from "node:crypto";
+import {
+  type Delivery,
+  Supervisor,
+  type SupervisorEvent,
+} from "./supervisor.ts";
+import type { RemoteHello } from "./connection.ts";
+import type { ConnectionTimeouts } from "./connection_machine.ts";
+import type { DialerTiming } from "./dialer_machine.ts";
+import {
+  EventQueue,
+  type PeerEvent,
+  type ReceivedBlob,
+} from "./peer_events.ts";
+import { openStore } from "../storage/open_store.ts";
+import type {
+  OutboxDraft,
+  PeerRecord,
+  Store,
+  ThreadRecord,
+} from "../storage/store.ts";
+import {
+  chunkDrafts,
+  DEFAULT_CHUNK_SIZE,
+  DEFAULT_MAX_BLOB_BYTES,
+  discardSpooled,
+  snapshotToSpool,
+  type SpooledBlob,
+} from "../storage/spool.ts";
+import { BlobSink } from "../storage/blob_sink.ts";
+import { isKey, KEY_PREFIX, Signer } from "../wire/keys.ts";
+import { grantHash, mintGrant, verifyGrant } from "../wire/grant.ts";
+import { blobPart, textPart } from "../wire/messages.ts";
+import { timestamp } from "../wire/time.ts";
+import { MAX_LINE_BYTES } from "../wire/frame.ts";
+import { validateMessage } from "../wire/validate.ts";
+import type {
+  BlobPart,
+  Chunk,
+  Err,
+  Grant,
+  GrantMsg,
+  Introduce,
+  IntroPeer,
+  Msg,
+  Part,
+  State,
+} from "../wire/types.ts";
+
+/** Options of {@link Peer.open}. */
+export interface PeerOptions {
+  /** The awp home: store at `${home}/awp.kv`, `spool/` and `blobs/` beside it. */
+  home?: string;
+  /** Ephemeral: in-memory store, spool and blobs in a temp dir removed on close. */
+  memory?: boolean;
+  /** Our name in hello. */
+  name?: string;
+  /** Our about line in hello. */
+  about?: string;
+  /** Our caps in hello (default chat, blob, grant, introduce). */
+  caps?: string[];
+  /** Largest blob we send or accept, in bytes (default 50 MiB). */
+  maxBlobBytes?: number;
+  /** Chunk payload size in bytes (default 256 KiB). */
+  chunkSize?: number;
+  /** Connection timeouts in ms (handshake, resume, bye, pingInterval). */
+  timeouts?: Partial<ConnectionTimeouts>;
+  /** Reconnect backoff. */
+  dialer?: { timing?: Partial<DialerTiming>; random?: () => number };
+  /** Allow plain TCP with public addresses. */
+  allowPublic?: boolean;
+  /** Return a refusal detail to refuse a peer after its auth. */
+  admit?(remote: RemoteHello): string | undefined;
+  /** Outbox retention for "open thread" in ms (7 days). */
+  retentionMs?: number;
+}
+
+/** Options of {@link Peer.send}. */
+export interface SendOptions {
+  /** The thread; a new one when absent. */
+  thread?: string;
+  /** Subject (meaningful on a thread's first msg). */
+  subject?: string;
+  /** The id this msg answers. */
+  re?: string;
+  /** Extra parts after the text part. */
+  parts?: Part[];
+  /** Files to send as blobs (snapshotted into the spool first). */
+  files?: string[];
+}
+
+/** What {@link Peer.send}, {@link Peer.setState} and {@link Peer.introduce} queued. */
+export interface Sent {
+  /** The id of the line (the msg, for send). */
+  id: string;
+  th: string;
+}
+
+/** A known peer and whether it is connected now. */
+export interface PeerInfo extends PeerRecord {
+  connected: boolean;
+}
+
+/** Options of {@link Peer.grant}. */
+export interface GrantOptions {
+  /** Lifetime in ms (24 h by default). */
+  ttlMs?: number;
+  /** Audience: the only key meant to honor it (NOTES item 7). */
+  aud?: string;
+}
+
+/** Options of {@link Peer.introduce}. */
+export interface IntroduceOptions {
+  /** Caps of the audience-bound grant sent along (none: no grant). */
+  grantCaps?: string[];
+  /** Lifetime of that grant in ms. */
+  ttlMs?: number;
+  /** Thread to carry the introduce line (a new one by default). */
+  thread?: string;
+}
+
+const DEFAULT_CAPS = ["chat", "blob", "grant", "introduce"];
+const EARLY_EVENTS = 10_000;
+const ACKED_MEMORY = 10_000;
+
+const MIME: Record<string, string> = {
+  txt: "text/plain",
+  log: "text/plain",
+  md: "text/markdown",
+  json: "application/json",
+  html: "text/html",
+  csv: "text/csv",
+  png: "image/png",
+  jpg: "image/jpeg",
+  jpeg: "image/jpeg",
+  gif: "image/gif",
+  pdf: "application/pdf",
+  zip: "application/zip",
+  gz: "application/gzip",
+  tar: "application/x-tar",
+  diff: "text/x-diff",
+  patch: "text/x-diff",
+};
+
+function baseName(path: string): string {
+  return path.replace(/[\\/]+$/, "").split(/[\\/]/).pop() || path;
+}
+
+function mimeOf(name: string): string | undefined {
+  const dot = name.lastIndexOf(".");
+  return dot > 0 ? MIME[name.slice(dot + 1).toLowerCase()] : undefined;
+}
+
+function oneLine(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  return text.split("\n")[0];
+}
+
+function newThreadId(): string {
+  return `thr_${randomBytes(8).toString("hex")}`;
+}
+
+/** A directory name for a peer's received blobs (refs are chosen by it). */
+function peerDir(key: string): string {
+  return key.startsWith(KEY_PREFIX) ? key.slice(KEY_PREFIX.length) : key;
+}
+
+interface PendingSpool {
+  peer: string;
+  refs: string[];
+  paths: string[];
+}
+
+/**
+ * One AWP peer. Open with {@link Peer.open}, then `listen` and/or
+ * `connect`, `send`, and read {@link Peer.events}.
+ *
+ * @example
+ * ```ts
+ * import { Peer } from "./peer.ts";
+ * const a = await Peer.open({ memory: true, name: "a" });
+ * const b = await Peer.open({ memory: true, name: "b" });
+ * const addr = await a.listen("tcp:127.0.0.1:0");
+ * const events = a.events();
+ * await b.connect(addr);
+ * const { id } = await b.send(a.key, "hello", { subject: "Hi" });
+ * await b.waitAck(id, { timeoutMs: 5000 });
+ * for await (const e of events) if (e.type === "message") break;
+ * await b.close();
+ * await a.close();
+ * ```
+ */
+export class Peer {
+  #signer: Signer;
+  #store: Store;
+  #sup: Supervisor;
+  #o: PeerOptions;
+  #spoolDir: string;
+  #blobsDir: string;
+  #tempRoot: string | undefined;
+  #maxBlob: number;
+  #subs = new Set<EventQueue<PeerEvent>>();
+  #early: PeerEvent[] | undefined = [];
+  #acked = new Set<string>();
+  #ackWaiters = new Map<string, Set<() => void>>();
+  #sentTo = new Map<string, string>();
+  #spoolByMsg = new Map<string, PendingSpool>();
+  #sinks = new Map<string, BlobSink>();
+  #inflight = new Set<Promise<unknown>>();
+  #threadWrites: Promise<void> = Promise.resolve();
+  #closing: Promise<void> | undefined;
+
+  private constructor(
+    signer: Signer,
+    store: Store,
+    options: PeerOptions,
+    dirs: { spool: string; blobs: string; temp?: string },
+  ) {
+    this.#signer = signer;
+    this.#store = store;
+    this.#o = options;
+    this.#spoolDir = dirs.spool;
+    this.#blobsDir = dirs.blobs;
+    this.#tempRoot = dirs.temp;
+    this.#maxBlob = options.maxBlobBytes ?? DEFAULT_MAX_BLOB_BYTES;
+    const track = <T>(p: Promise<T>): Promise<T> => {
+      this.#inflight.add(p);
+      void p.finally(() => this.#inflight.delete(p)).catch(() => {});
+      return p;
+    };
+    this.#sup = new Supervisor({
+      signer,
+      store,
+      name: options.name,
+      about: options.about,
+      caps: options.caps ?? DEFAULT_CAPS,
+      timeouts: options.timeouts,
+      dialer: options.dialer,
+      allowPublic: options.allowPublic,
+      admit: options.admit,
+      retentionMs: options.retentionMs,
+      routes: {
+        thread: () => (d) => track(this.#onThreadLine(d)),
+        blob: () => (d) => track(this.#onChunk(d)),
+        grant: (d) => track(this.#onGrant(d)),
+        introduce: (d) => track(this.#onIntroduce(d)),
+        err: (d) => track(this.#onErr(d)),
+      },
+      onEvent: (e) => this.#onSupervisorEvent(e),
+      onLine: (peer, dir, raw) => this.#onLine(peer, dir, raw),
+    });
+  }
+
+  /**
+   * Opens a peer: loads (or creates) the identity and store under `home`,
+   * or runs ephemeral with `memory: true`. Known peers we dialed that still
+   * have unacked lines or open threads are dialed again.
+   *
+   * @example
+   * ```ts
+   * import { Peer } from "./peer.ts";
+   * const home = await Deno.makeTempDir();
+   * const p = await Peer.open({ home });
+   * const key = p.key;
+   * await p.close();
+   * const again = await Peer.open({ home });
+   * console.log(again.key === key); // true
+   * await again.close();
+   * await Deno.remove(home, { recursive: true });
+   * ```
+   */
+  static async open(options: PeerOptions): Promise<Peer> {
+    if (!options.memory && !options.home) {
+      throw new TypeError(
+        "Peer.open: give { home: DIR } for a durable peer or { memory: true } for an ephemeral one",
+      );
+    }
+    for (
+      const [name, value] of [
+        ["maxBlobBytes", options.maxBlobBytes],
+        ["chunkSize", options.chunkSize],
+      ] as const
+    ) {
+      if (value !== undefined && (!Number.isSafeInteger(value) || value < 0)) {
+        throw new TypeError(
+          `Peer.open: ${name} must be a non-negative integer, got ${value}`,
+        );
+      }
+    }
+    const store = await openStore(
+      options.memory ? { memory: true } : { home: options.home },
+    );
+    try {
+      const seed = await store.identity(() =>
+        crypto.getRandomValues(new Uint8Array(32))
+      );
+      const signer = await Signer.fromSeed(seed);
+      let dirs: { spool: string; blobs: string; temp?: string };
+      if (options.memory) {
+        const temp = await Deno.makeTempDir({ prefix: "awp-peer-" });
+        dirs = { spool: `${temp}/spool`, blobs: `${temp}/blobs`, temp };
+      } else {
+        dirs = {
+          spool: `${options.home}/spool`,
+          blobs: `${options.home}/blobs`,
+        };
+      }
+      await Deno.mkdir(dirs.spool, { recursive: true });
+      await Deno.mkdir(dirs.blobs, { recursive: true });
+      const peer = new Peer(signer, store, options, dirs);
+      peer.#sup.start();
+      await peer.#redialKnown();
+      return peer;
+    } catch (error) {
+      store.close();
+      throw error;
+    }
+  }
+
+  /** Our key, `ed25519:` + base64url. */
+  get key(): string {
+    return this.#signer.key;
+  }
+
+  /** The store (for inspection; the Peer owns it). */
+  get store(): Store {
+    return this.#store;
+  }
+
+  /**
+   * Listens on `addr` (`tcp:HOST:PORT`, port 0 for any, or `unix:/path`)
+   * and resolves with the real address.
+   *
+   * @example
+   * ```ts
+   * import { Peer } from "./peer.ts";
+   * const p = await Peer.open({ memory: true });
+   * console.log(await p.listen("tcp:127.0.0.1:0")); // tcp:127.0.0.1:PORT
+   * await p.close();
+   * ```
+   */
+  async listen(addr: string): Promise<string> {
+    this.#open("listen");
+    const listener = await this.#sup.listen(addr);
+    return listener.addr;
+  }
+
+  /**
+   * Dials `addr`, runs the handshake and resolves with the remote key. The
+   * address is remembered: while there is something to deliver or an open
+   * thread, the peer keeps reconnecting to it.
+   *
+   * @example
+   * ```ts
+   * import { Peer } from "./peer.ts";
+   * const a = await Peer.open({ memory: true });
+   * const b = await Peer.open({ memory: true });
+   * const key = await b.connect(await a.listen("tcp:127.0.0.1:0"));
+   * console.log(key === a.key); // true
+   * await b.close();
+   * await a.close();
+   * ```
+   */
+  async connect(addr: string): Promise<string> {
+    this.#open("connect");
+    const remote = await this.#sup.connect(addr);
+    // Remember it now (the supervisor's own bookkeeping is asynchronous).
+    await this.#remember(remote, addr);
+    this.#sup.reach(remote.key, [addr]);
+    return remote.key;
+  }
+
+  /**
+   * Queues a msg (and the chunks of `files`, before it) to `to`: a key, a
+   * unique key prefix of 4+ characters, a name or an alias of a known peer.
+   * Resolves once durable in the outbox; it does not wait for the peer.
+   * A file over `maxBlobBytes` is refused before anything is queued.
+   *
+   * @example
+   * ```ts ignore
+   * const { id, th } = await peer.send("alice", "see attached", {
+   *   subject: "Logs",
+   *   files: ["./test.log"],
+   * });
+   * await peer.waitAck(id);
+   * ```
+   */
+  async send(
+    to: string,
+    text: string,
+    options: SendOptions = {},
+  ): Promise<Sent> {
+    this.#open("send");
+    const key = await this.#resolve(to);
+    const th = options.thread ?? newThreadId();
+    if (typeof th !== "string" || th === "") {
+      throw new TypeError("send: thread must be a non-empty string");
+    }
+    const parts: Part[] = [];
+    if (typeof text === "string" && text !== "") parts.push(textPart(text));
+    if (options.parts) parts.push(...options.parts);
+    const spooled: Array<{ blob: SpooledBlob; name: string }> = [];
+    const release = () =>
+      Promise.all(
+        spooled.map((s) => discardSpooled(s.blob.path).catch(() => {})),
+      );
+    try {
+      for (const file of options.files ?? []) {
+        const blob = await snapshotToSpool(this.#spoolDir, file, {
+          maxBytes: this.#maxBlob,
+        });
+        spooled.push({ blob, name: baseName(file) });
+      }
+    } catch (error) {
+      await release();
+      throw new Error(`send: ${oneLine(error)}`);
+    }
+    for (const { blob, name } of spooled) {
+      const mime = mimeOf(name);
+      parts.push(
+        blobPart({
+          ref: blob.ref,
+          size: blob.size,
+          name,
+          ...(mime ? { mime } : {}),
+        }),
+      );
+    }
+    if (parts.length === 0) {
+      throw new TypeError("send: nothing to send: give text, parts or files");
+    }
+    const fields: OutboxDraft["fields"] = { t: "msg", th, parts };
+    if (options.subject !== undefined) fields.subject = options.subject;
+    if (options.re !== undefined) fields.re = options.re;
+    const invalid = this.#invalid(fields);
+    if (invalid) {
+      await release();
+      throw new TypeError(`send: invalid msg: ${invalid}`);
+    }
+    // id, ts and the envelope add well under 200 bytes.
+    if (
+      new TextEncoder().encode(JSON.stringify(fields)).length >
+        MAX_LINE_BYTES - 200
+    ) {
+      await release();
+      throw new Error(
+        `send: the msg line would exceed ${MAX_LINE_BYTES} bytes; send big content as files`,
+      );
+    }
+    const drafts: OutboxDraft[] = [];
+    for (const { blob } of spooled) {
+      drafts.push(
+        ...chunkDrafts(blob, {
+          th,
+          chunkSize: this.#o.chunkSize ?? DEFAULT_CHUNK_SIZE,
+        }),
+      );
+    }
+    drafts.push({ fields });
+    let entries;
+    try {
+      // One enqueue: chunk ids come before the msg's (NOTES item 1).
+      entries = await this.#sup.send(key, drafts);
+    } catch (error) {
+      await release();
+      throw new Error(`send: ${oneLine(error)}`);
+    }
+    const id = entries[entries.length - 1].id;
+    this.#sentTo.set(id, key);
+    if (spooled.length > 0) {
+      this.#spoolByMsg.set(id, {
+        peer: key,
+        refs: spooled.map((s) => s.blob.ref),
+        paths: spooled.map((s) => s.blob.path),
+      });
+      const now = Date.now();
+      for (const { blob, name } of spooled) {
+        const mime = mimeOf(name);
+        await this.#store.putBlob({
+          peer: key,
+          ref: blob.ref,
+          dir: "out",
+          th,
+          name,
+          ...(mime ? { mime } : {}),
+          size: blob.size,
+          bytes: 0,
+          next: 0,
+          status: "active",
+          path: blob.path,
+          sha256: blob.sha256,
+          updated: now,
+        });
+      }
+    }
+    await this.#touchThread(key, th, { subject: options.subject });
+    await this.#ensureReach(key);
+    return { id, th };
+  }
+
+  /**
+   * Resolves when the line `id` has been acked; rejects after `timeoutMs`
+   * (default 30 s) with one line. An id no longer in the outbox (acked
+   * before, e.g. in an earlier run) resolves at once.
+   *
+   * @example
+   * ```ts ignore
+   * const { id } = await peer.send(bob, "ping?");
+   * await peer.waitAck(id, { timeoutMs: 10_000 });
+   * ```
+   */
+  async waitAck(
+    id: string,
+    options: { timeoutMs?: number } = {},
+  ): Promise<void> {
+    if (this.#acked.has(id)) return;
+    const timeoutMs = options.timeoutMs ?? 30_000;
+    let resolve!: () => void;
+    const done = new Promise<void>((r) => resolve = r);
+    let waiters = this.#ackWaiters.get(id);
+    if (!waiters) this.#ackWaiters.set(id, waiters = new Set());
+    waiters.add(resolve);
+    try {
+      // Registered first, so an ack arriving meanwhile is not missed.
+      if (!(await this.#inOutbox(id))) return;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () =>
+            reject(
+              new Error(`waitAck: no ack for ${id} within ${timeoutMs} ms`),
+            ),
+          timeoutMs,
+        );
+      });
+      try {
+        await Promise.race([done, timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
+    } finally {
+      waiters.delete(resolve);
+      if (waiters.size === 0) this.#ackWaiters.delete(id);
+    }
+  }
+
+  /**
+   * Sets our soft state of thread `th` with `to` (open, working, waiting,
+   * done, failed, closed or any word) and queues the state line.
+   *
+   * @example
+   * ```ts ignore
+   * await peer.setState(bob, th, "working", "running the tests");
+   * ```
+   */
+  async setState(
+    to: string,
+    th: string,
+    state: string,
+    note?: string,
+  ): Promise<Sent> {
+    this.#open("setState");
+    const key = await this.#resolve(to);
+    if (typeof th !== "string" || th === "") {
+      throw new TypeError("setState: th must be a non-empty string");
+    }
+    if (typeof state !== "string" || state === "") {
+      throw new TypeError("setState: state must be a non-empty string");
+    }
+    const fields: OutboxDraft["fields"] = { t: "state", th, state };
+    if (note !== undefined) fields.note = note;
+    const invalid = this.#invalid(fields);
+    if (invalid) throw new TypeError(`setState: invalid state: ${invalid}`);
+    const [entry] = await this.#sup.send(key, [{ fields }]);
+    this.#sentTo.set(entry.id, key);
+    await this.#touchThread(key, th, {
+      mine: { state, ts: entry.ts, ...(note !== undefined ? { note } : {}) },
+    });
+    await this.#ensureReach(key);
+    return { id: entry.id, th };
+  }
+
+  /**
+   * Mints a grant for `to` with `caps`, stores it as issued and sends it in
+   * a `grant` line: at once if connected, else on the next connection.
+   *
+   * @example
+   * ```ts ignore
+   * const grant = await peer.grant(bob, ["exec"], { ttlMs: 3_600_000 });
+   * console.log(grant.exp);
+   * ```
+   */
+  async grant(
+    to: string,
+    caps: string[],
+    options: GrantOptions = {},
+  ): Promise<Grant> {
+    this.#open("grant");
+    const key = await this.#resolve(to);
+    const grant = await mintGrant(this.#signer, {
+      sub: key,
+      caps,
+      ttlMs: options.ttlMs,
+      aud: options.aud,
+    });
+    await this.#store.putGrant({
+      kind: "issued",
+      hash: await grantHash(grant),
+      grant,
+      storedAt: Date.now(),
+    });
+    // grant lines are not outboxed (no ack, no seen): keep them pending
+    // durably until a connection is open to write them on.
+    const pending =
+      await this.#store.getMeta<Grant[]>(`pending_grants:${key}`) ?? [];
+    pending.push(grant);
+    await this.#store.setMeta(`pending_grants:${key}`, pending);
+    await this.#flushGrants(key);
+    await this.#ensureReach(key);
+    return grant;
+  }
+
+  /**
+   * Introduces the known peer `peerKey` to `to`: an `introduce` line with
+   * its key, name and address, and (with `grantCaps`) a grant for `to`
+   * bound to the audience `peerKey` (NOTES item 7).
+   *
+   * @example
+   * ```ts ignore
+   * await alice.introduce(bob, carol.key, { grantCaps: ["chat"], ttlMs: 600_000 });
+   * ```
+   */
+  async introduce(
+    to: string,
+    peerKey: string,
+    options: IntroduceOptions = {},
+  ): Promise<Sent & { grant?: Grant }> {
+    this.#open("introduce");
+    const key = await this.#resolve(to);
+    const other = await this.#resolve(peerKey);
+    const record = await this.#store.peer(other);
+    if (!record) {
+      throw new Error(`introduce: ${other} is not a known peer`);
+    }
+    const intro: IntroPeer = { key: other };
+    if (record.name !== undefined) intro.name = record.name;
+    if (record.addresses[0] !== undefined) intro.address = record.addresses[0];
+    const th = options.thread ?? newThreadId();
+    const fields: OutboxDraft["fields"] = { t: "introduce", th, peer: intro };
+    let grant: Grant | undefined;
+    if (options.grantCaps && options.grantCaps.length > 0) {
+      grant = await mintGrant(this.#signer, {
+        sub: key,
+        caps: options.grantCaps,
+        ttlMs: options.ttlMs,
+        aud: other,
+      });
+      await this.#store.putGrant({
+        kind: "issued",
+        hash: await grantHash(grant),
+        grant,
+        storedAt: Date.now(),
+      });
+      fields.grant = grant;
+    }
+    const [entry] = await this.#sup.send(key, [{ fields }]);
+    await this.#ensureReach(key);
+    return { id: entry.id, th, ...(grant ? { grant } : {}) };
+  }
+
+  /**
+   * Says bye to `to` and waits for the connection to close (no-op when not
+   * connected).
+   *
+   * @example
+   * ```ts ignore
+   * await peer.bye(bob, "done for today");
+   * ```
+   */
+  async bye(to: string, reason?: string): Promise<void> {
+    const key = await this.#resolve(to);
+    const conn = this.#sup.connection(key);
+    if (conn) await conn.bye(reason);
+  }
+
+  /**
+   * Known peers (from the store), each with whether it is connected now.
+   *
+   * @example
+   * ```ts ignore
+   * for (const p of await peer.peers()) console.log(p.name, p.connected);
+   * ```
+   */
+  async peers(): Promise<PeerInfo[]> {
+    const up = new Set(this.#sup.peers);
+    return (await this.#store.peers()).map((p) => ({
+      ...p,
+      connected: up.has(p.key),
+    }));
+  }
+
+  /**
+   * Every thread record: subject, both sides' states, unread count.
+   *
+   * @example
+   * ```ts ignore
+   * for (const t of await peer.threads()) console.log(t.th, t.subject, t.theirs?.state);
+   * ```
+   */
+  threads(): Promise<ThreadRecord[]> {
+    return this.#store.threads();
+  }
+
+  /**
+   * A stream of events from now on (the first stream also gets those that
+   * happened since open). Ends when the peer closes, or on `break`.
+   *
+   * @example
+   * ```ts ignore
+   * for await (const e of peer.events()) {
+   *   if (e.type === "message") console.log(e.peer, e.th, e.text);
+   * }
+   * ```
+   */
+  events(): AsyncIterableIterator<PeerEvent> {
+    const queue: EventQueue<PeerEvent> = new EventQueue(() =>
+      this.#subs.delete(queue)
+    );
+    if (this.#early) {
+      for (const e of this.#early) queue.push(e);
+      this.#early = undefined;
+    }
+    if (this.#closing) queue.close();
+    else this.#subs.add(queue);
+    return queue;
+  }
+
+  /**
+   * Stops listening and dialing, says bye on every connection, waits for
+   * work in flight, closes the store and ends the event streams. An
+   * ephemeral peer's temp dir (spool and received blobs) is removed.
+   *
+   * @example
+   * ```ts
+   * import { Peer } from "./peer.ts";
+   * const p = await Peer.open({ memory: true });
+   * await p.close();
+   * ```
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.#close();
+    return this.#closing;
+  }
+
+  // ---- internals ----
+
+  async #close(): Promise<void> {
+    await this.#sup.stop();
+    while (this.#inflight.size > 0) {
+      await Promise.allSettled([...this.#inflight]);
+    }
+    await this.#threadWrites;
+    this.#store.close();
+    for (const q of [...this.#subs]) q.close();
+    this.#subs.clear();
+    if (this.#tempRoot) {
+      await Deno.remove(this.#tempRoot, { recursive: true }).catch(() => {});
+    }
+  }
+
+  /** The first schema error of a line we are about to queue, if any. */
+  #invalid(fields: OutboxDraft["fields"]): string | undefined {
+    const result = validateMessage({
+      ...fields,
+      id: this.#store.nextId(),
+      ts: timestamp(),
+    });
+    return result.ok ? undefined : (result.errors[0] ?? "schema");
+  }
+
+  #open(what: string): void {
+    if (this.#closing) throw new Error(`${what}: the peer is closed`);
+  }
+
+  #emit(event: PeerEvent): void {
+    if (this.#early) {
+      if (this.#early.length < EARLY_EVENTS) this.#early.push(event);
+      return;
+    }
+    for (const q of this.#subs) q.push(event);
+  }
+
+  /** Resolves `to` to a key: key, alias, name, or unique key prefix. */
+  async #resolve(to: string): Promise<string> {
+    if (typeof to !== "string" || to === "") {
+      throw new TypeError(
+        "peer: give a key, a unique key prefix (4+ chars), a name or an alias",
+      );
+    }
+    if (isKey(to)) return to;
+    const records = await this.#store.peers();
+    const byAlias = records.filter((p) => p.alias === to);
+    if (byAlias.length === 1) return byAlias[0].key;
+    const byName = records.filter((p) => p.name === to);
+    if (byName.length === 1) return byName[0].key;
+    if (byName.length > 1) {
+      throw new Error(
+        `peer "${to}" is ambiguous: ${byName.length} peers have that name; use a key`,
+      );
+    }
+    if (to.length >= 4) {
+      const keys = new Set([...records.map((p) => p.key), ...this.#sup.peers]);
+      const hits = [...keys].filter((k) =>
+        k.startsWith(to) || k.slice(KEY_PREFIX.length).startsWith(to)
+      );
+      if (hits.length === 1) return hits[0];
+      if (hits.length > 1) {
+        throw new Error(
+          `peer "${to}" is ambiguous: ${hits.length} keys start with it`,
+        );
+      }
+    }
+    throw new Error(
+      `unknown peer "${to}": give a key, a unique key prefix (4+ chars), a name or an alias`,
+    );
+  }
+
+  async #remember(remote: RemoteHello, addr: string): Promise<void> {
+    const known = await this.#store.peer(remote.key);
+    const now = Date.now();
+    const addresses = [
+      addr,
+      ...(known?.addresses ?? []).filter((a) => a !== addr),
+    ];
+    await this.#store.putPeer({
+      ...known,
+      key: remote.key,
+      name: remote.name ?? known?.name,
+      about: remote.about ?? known?.about,
+      caps: remote.caps,
+      addresses,
+      dialed: true,
+      firstSeen: known?.firstSeen ?? now,
+      lastSeen: now,
+    });
+  }
+
+  /** On open: keep dialing peers we dialed before that are still wanted. */
+  async #redialKnown(): Promise<void> {
+    for (const record of await this.#store.peers()) {
+      if (!record.dialed || record.addresses.length === 0) continue;
+      if (await this.#sup.refreshWanted(record.key)) {
+        this.#sup.reach(record.key, record.addresses);
+      }
+    }
+  }
+
+  /** A known-but-away peer with an address gets a dialer when we queue for it. */
+  async #ensureReach(key: string): Promise<void> {
+    if (this.#sup.connection(key) || this.#sup.dialer(key)) return;
+    const record = await this.#store.peer(key);
+    if (record && record.addresses.length > 0) {
+      this.#sup.reach(key, record.addresses);
+    }
+  }
+
+  async #inOutbox(id: string): Promise<boolean> {
+    const known = this.#sentTo.get(id);
+    const peers = known
+      ? [known]
+      : (await this.#store.peers()).map((p) => p.key);
+    for (const peer of peers) {
+      if ((await this.#store.outbox(peer)).some((e) => e.id === id)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Our side of a thread record: subject on the first msg, our state. */
+  #touchThread(
+    peer: string,
+    th: string,
+    change: { subject?: string; mine?: ThreadRecord["mine"] },
+  ): Promise<void> {
+    const run = this.#threadWrites.then(async () => {
+      const now = timestamp();
+      const record: ThreadRecord = await this.#store.thread(peer, th) ??
+        { peer, th, created: now, updated: now, unread: 0 };
+      if (change.subject !== undefined && record.subject === undefined) {
+        record.subject = change.subject;
+      }
+      if (change.mine) record.mine = change.mine;
+      record.updated = now;
+      await this.#store.putThread(record);
+    });
+    this.#threadWrites = run.catch(() => {});
+    return run;
+  }
+
+  async #flushGrants(key: string): Promise<void> {
+    const conn = this.#sup.connection(key);
+    if (!conn || conn.state !== "open") return;
+    const name = `pending_grants:${key}`;
+    const pending = await this.#store.getMeta<Grant[]>(name) ?? [];
+    if (pending.length === 0) return;
+    for (const grant of pending) conn.sendLine({ t: "grant", grant });
+    await this.#store.setMeta<Grant[]>(name, []);
+  }
+
+  #onSupervisorEvent(e: SupervisorEvent): void {
+    const ts = timestamp();
+    switch (e.type) {
+      case "connected":
+        this.#emit({
+          type: "connected",
+          peer: e.peer,
+          ts,
+          dialed: e.dialed,
+          remoteAddr: e.remoteAddr,
+          ...(e.name !== undefined ? { name: e.name } : {}),
+        });
+        if (!this.#closing) {
+          void this.#flushGrants(e.peer).catch((error) =>
+            this.#localError(e.peer, "grant", oneLine(error))
+          );
+        }
+        break;
+      case "disconnected":
+        this.#emit({
+          type: "disconnected",
+          peer: e.peer,
+          ts,
+          reason: e.reason,
+        });
+        break;
+      case "dial_failed":
+        this.#localError(e.peer, "dial", `${e.address}: ${e.error}`);
+        break;
+      case "handler_error":
+        this.#localError(e.peer, "handler", `${e.t}: ${e.error}`);
+        break;
+      case "connection_failed":
+        this.#localError(e.peer ?? "", "connection", e.error);
+        break;
+    }
+  }
+
+  #localError(peer: string, code: string, detail: string, ref?: string): void {
+    this.#emit({
+      type: "error",
+      peer,
+      ts: timestamp(),
+      code,
+      detail,
+      remote: false,
+      ...(ref !== undefined ? { ref } : {}),
+    });
+  }
+
+  /** acks and byes are consumed by the connection: we watch the lines. */
+  #onLine(peer: string | undefined, dir: "in" | "out", raw: string): void {
+    if (dir !== "in" || !peer || raw.length > 4096) return;
+    if (!raw.includes('"ack"') && !raw.includes('"bye"')) return;
+    let m: Record<string, unknown>;
+    try {
+      m = JSON.parse(raw);
+    } catch {
+      return;
+    }
+    if (m.t === "ack" && typeof m.re === "string") {
+      this.#noteAck(peer, m.re, typeof m.th === "string" ? m.th : undefined);
+    } else if (m.t === "bye") {
+      this.#emit({
+        type: "bye",
+        peer,
+        ts: timestamp(),
+        ...(typeof m.reason === "string" ? { reason: m.reason } : {}),
+      });
+    }
+  }
+
+  #noteAck(peer: string, id: string, th: string | undefined): void {
+    this.#acked.add(id);
+    if (this.#acked.size > ACKED_MEMORY) {
+      this.#acked.delete(this.#acked.values().next().value!);
+    }
+    this.#sentTo.delete(id);
+    for (const resolve of this.#ackWaiters.get(id) ?? []) resolve();
+    this.#emit({
+      type: "acked",
+      peer,
+      ts: timestamp(),
+      id,
+      ...(th ? { th } : {}),
+    });
+    const spool = this.#spoolByMsg.get(id);
+    if (spool) {
+      this.#spoolByMsg.delete(id);
+      void this.#releaseSpool(spool, "complete");
+    }
+  }
+
+  async #releaseSpool(
+    spool: PendingSpool,
+    status: "complete" | "refused",
+  ): Promise<void> {
+    for (const path of spool.paths) await discardSpooled(path).catch(() => {});
+    if (this.#closing) return;
+    for (const ref of spool.refs) {
+      const record = await this.#store.blob(spool.peer, ref, "out").catch(() =>
+        undefined
+      );
+      if (record && record.status === "active") {
+        await this.#store.putBlob({
+          ...record,
+          status,
+          bytes: status === "complete" ? record.size : record.bytes,
+          updated: Date.now(),
+        }).catch(() => {});
+      }
+    }
+  }
+
+  async #onThreadLine(d: Delivery): Promise<void> {
+    const ts = timestamp();
+    if (d.message.t === "state") {
+      const m = d.message as State;
+      this.#emit({
+        type: "state",
+        peer: d.peer,
+        ts,
+        id: m.id,
+        th: m.th,
+        state: m.state,
+        ...(m.note !== undefined ? { note: m.note } : {}),
+      });
+      return;
+    }
+    if (d.message.t !== "msg") return;
+    const m = d.message as Msg;
+    const blobs: ReceivedBlob[] = [];
+    for (const part of m.parts) {
+      if (part.k !== "blob") continue;
+      const blob = await this.#resolveBlob(d, part as BlobPart);
+      blobs.push(blob);
+      this.#emit({
+        type: "blob",
+        peer: d.peer,
+        ts: timestamp(),
+        dir: "in",
+        th: m.th,
+        ...blob,
+      });
+    }
+    const text = m.parts
+      .filter((p): p is Extract<Part, { k: "text" }> => p.k === "text")
+      .map((p) => p.text)
+      .join("\n");
+    this.#emit({
+      type: "message",
+      peer: d.peer,
+      ts,
+      id: m.id,
+      th: m.th,
+      text,
+      parts: m.parts,
+      blobs,
+      message: m,
+      ...(m.subject !== undefined ? { subject: m.subject } : {}),
+      ...(m.re !== undefined ? { re: m.re } : {}),
+    });
+  }
+
+  async #sinkFor(peer: string, ref: string, th?: string): Promise<BlobSink> {
+    const id = `${peer} ${ref}`;
+    let sink = this.#sinks.get(id);
+    if (sink) return sink;
+    const record = await this.#store.blob(peer, ref, "in");
+    if (record) {
+      // Picks up a transfer cut by a reconnect or a restart.
+      sink = await BlobSink.resume(record, { maxBytes: this.#maxBlob });
+    } else {
+      sink = await BlobSink.open({
+        peer,
+        ref,
+        dir: `${this.#blobsDir}/${peerDir(peer)}`,
+        th,
+        maxBytes: this.#maxBlob,
+      });
+    }
+    this.#sinks.set(id, sink);
+    return sink;
+  }
+
+  async #onChunk(d: Delivery): Promise<void> {
+    const m = d.message as Chunk;
+    const sink = await this.#sinkFor(d.peer, m.ref, m.th);
+    const result = await sink.write(m);
+    await this.#store.putBlob(sink.record);
+    if (result.kind === "refused") {
+      if (!result.repeat) {
+        d.connection.sendLine({
+          t: "err",
+          code: "blob_refused",
+          detail: result.detail,
+          ref: m.ref,
+        });
+      }
+    } else if (result.kind === "error") {
+      this.#localError(d.peer, "blob", result.detail, m.ref);
+    }
+  }
+
+  async #resolveBlob(d: Delivery, part: BlobPart): Promise<ReceivedBlob> {
+    const base: ReceivedBlob = {
+      ref: part.ref,
+      size: part.size,
+      status: "missing",
+      ...(part.name !== undefined ? { name: part.name } : {}),
+      ...(part.mime !== undefined ? { mime: part.mime } : {}),
+    };
+    const id = `${d.peer} ${part.ref}`;
+    let sink = this.#sinks.get(id);
+    if (!sink) {
+      const record = await this.#store.blob(d.peer, part.ref, "in");
+      if (!record) {
+        if (part.size > this.#maxBlob) {
+          // No chunk came (sender skipped them?): still say no.
+          d.connection.sendLine({
+            t: "err",
+            code: "blob_refused",
+            detail:
+              `blob ${part.ref} is ${part.size} bytes, over the ${this.#maxBlob} byte limit`,
+            ref: part.ref,
+          });
+          return { ...base, status: "refused", detail: "over the blob limit" };
+        }
+        return { ...base, detail: "no chunks received" };
+      }
+      sink = await BlobSink.resume(record, { maxBytes: this.#maxBlob });
+    }
+    const result = await sink.expect({
+      size: part.size,
+      name: part.name,
+      mime: part.mime,
+    });
+    await this.#store.putBlob(sink.record);
+    if (result?.kind === "refused" && !result.repeat) {
+      d.connection.sendLine({
+        t: "err",
+        code: "blob_refused",
+        detail: result.detail,
+        ref: part.ref,
+      });
+    }
+    if (sink.status !== "active") this.#sinks.delete(id);
+    switch (sink.status) {
+      case "complete":
+        return {
+          ...base,
+          status: "complete",
+          path: sink.path,
+          sha256: sink.sha256,
+        };
+      case "refused":
+        return { ...base, status: "refused", detail: sink.detail ?? "refused" };
+      case "failed":
+        return { ...base, status: "failed", detail: sink.detail ?? "failed" };
+      default:
+        return {
+          ...base,
+          detail: `incomplete: ${sink.bytes} of ${part.size} bytes`,
+        };
+    }
+  }
+
+  async #onErr(d: Delivery): Promise<void> {
+    const m = d.message as Err;
+    this.#emit({
+      type: "error",
+      peer: d.peer,
+      ts: timestamp(),
+      code: m.code,
+      detail: m.detail ?? "",
+      remote: true,
+      ...(m.ref !== undefined ? { ref: m.ref } : {}),
+      ...(m.re !== undefined ? { re: m.re } : {}),
+    });
+    if (m.code !== "blob_refused" || typeof m.ref !== "string") return;
+    const record = await this.#store.blob(d.peer, m.ref, "out");
+    // The refusal may come after the msg's ack (it is sent when the chunks
+    // are processed), so a transfer already marked complete is refused too.
+    if (!record || record.status === "refused") return;
+    await this.#store.putBlob({
+      ...record,
+      status: "refused",
+      updated: Date.now(),
+    });
+    await discardSpooled(record.path).catch(() => {});
+    this.#emit({
+      type: "blob",
+      peer: d.peer,
+      ts: timestamp(),
+      dir: "out",
+      ref: m.ref,
+      size: record.size,
+      status: "refused",
+      detail: m.detail ?? "refused by the peer",
+      ...(record.th !== undefined ? { th: record.th } : {}),
+      ...(record.name !== undefined ? { name: record.name } : {}),
+      ...(record.mime !== undefined ? { mime: record.mime } : {}),
+    });
+  }
+
+  async #checkGrant(
+    grant: unknown,
+  ): Promise<{ ok: true; grant: Grant } | { ok: false; reason: string }> {
+    const verdict = await verifyGrant(grant);
+    if (!verdict.ok) return verdict;
+    if (verdict.grant.sub !== this.key) {
+      return { ok: false, reason: "the grant's sub is not our key" };
+    }
+    return verdict;
+  }
+
+  async #onGrant(d: Delivery): Promise<void> {
+    const m = d.message as GrantMsg;
+    const verdict = await this.#checkGrant(m.grant);
+    if (verdict.ok) {
+      await this.#store.putGrant({
+        kind: "held",
+        hash: await grantHash(verdict.grant),
+        grant: verdict.grant,
+        from: d.peer,
+        storedAt: Date.now(),
+      });
+    }
+    this.#emit({
+      type: "grant",
+      peer: d.peer,
+      ts: timestamp(),
+      grant: m.grant,
+      valid: verdict.ok,
+      ...(verdict.ok ? {} : { reason: verdict.reason }),
+    });
+  }
+
+  async #onIntroduce(d: Delivery): Promise<void> {
+    const m = d.message as Introduce;
+    const intro = m.peer;
+    if (!intro || !isKey(intro.key) || intro.key === this.key) return;
+    let grant: Grant | undefined;
+    if (m.grant !== undefined) {
+      const verdict = await this.#checkGrant(m.grant);
+      if (verdict.ok) {
+        grant = verdict.grant;
+        await this.#store.putGrant({
+          kind: "held",
+          hash: await grantHash(grant),
+          grant,
+          from: d.peer,
+          storedAt: Date.now(),
+        });
+      } else {
+        this.#localError(
+          d.peer,
+          "grant",
+          `introduction grant: ${verdict.reason}`,
+        );
+      }
+    }
+    const known = await this.#store.peer(intro.key);
+    const now = Date.now();
+    const addresses = [...(known?.addresses ?? [])];
+    if (intro.address && !addresses.includes(intro.address)) {
+      addresses.push(intro.address);
+    }
+    await this.#store.putPeer({
+      ...known,
+      key: intro.key,
+      name: known?.name ?? intro.name,
+      addresses,
+      firstSeen: known?.firstSeen ?? now,
+      lastSeen: known?.lastSeen ?? now,
+    });
+    this.#emit({
+      type: "introduced",
+      peer: d.peer,
+      ts: timestamp(),
+      key: intro.key,
+      ...(intro.name !== undefined ? { name: intro.name } : {}),
+      ...(intro.address !== undefined ? { address: intro.address } : {}),
+      ...(grant ? { grant } : {}),
+    });
+  }
+}

@@ -1,0 +1,224 @@
+/**
+ * The events a {@link Peer} reports, and the small async queue that hands
+ * them to `for await` loops.
+ *
+ * Every event carries `peer` (the remote key it concerns) and `ts` (when it
+ * happened here, RFC 3339).
+ *
+ * @module
+ */
+
+import type { Grant, Msg, Part } from "../wire/types.ts";
+
+/** Fields every event has. */
+export interface PeerEventBase {
+  /** The remote peer's key. */
+  peer: string;
+  /** When it happened here, RFC 3339 UTC with milliseconds. */
+  ts: string;
+}
+
+/** A received blob as the msg naming it resolved it. */
+export interface ReceivedBlob {
+  ref: string;
+  name?: string;
+  mime?: string;
+  /** Size from the blob part. */
+  size: number;
+  /** complete: at `path`; refused: over our limit; failed/missing: not here. */
+  status: "complete" | "refused" | "failed" | "missing";
+  /** The received file, under the home's `blobs/` directory. */
+  path?: string;
+  /** Lowercase hex sha256 of the received file. */
+  sha256?: string;
+  /** Why it was refused or failed. */
+  detail?: string;
+}
+
+/** A connection to `peer` is open (after its resume). */
+export interface ConnectedEvent extends PeerEventBase {
+  type: "connected";
+  name?: string;
+  /** We dialed it. */
+  dialed: boolean;
+  remoteAddr: string;
+}
+
+/** The open connection to `peer` closed. */
+export interface DisconnectedEvent extends PeerEventBase {
+  type: "disconnected";
+  reason: string;
+}
+
+/** A msg arrived (in thread order), its blobs resolved. */
+export interface PeerMessageEvent extends PeerEventBase {
+  type: "message";
+  id: string;
+  th: string;
+  subject?: string;
+  re?: string;
+  /** The text parts joined with newlines. */
+  text: string;
+  parts: Part[];
+  /** One entry per blob part, in order. */
+  blobs: ReceivedBlob[];
+  message: Msg;
+}
+
+/** The remote set its soft state of a thread. */
+export interface StateEvent extends PeerEventBase {
+  type: "state";
+  id: string;
+  th: string;
+  state: string;
+  note?: string;
+}
+
+/** The remote acked one of our lines. */
+export interface AckedEvent extends PeerEventBase {
+  type: "acked";
+  /** The id of our line. */
+  id: string;
+  th?: string;
+}
+
+/** A blob finished: received (dir in) or refused by the remote (dir out). */
+export interface BlobEvent extends PeerEventBase, ReceivedBlob {
+  type: "blob";
+  dir: "in" | "out";
+  th?: string;
+}
+
+/** The remote sent us a grant. */
+export interface GrantEvent extends PeerEventBase {
+  type: "grant";
+  grant: Grant;
+  /** Signature, shape and expiry check, and `sub` is our key. */
+  valid: boolean;
+  /** Why it is not valid. */
+  reason?: string;
+}
+
+/** The remote introduced another peer to us. */
+export interface IntroducedEvent extends PeerEventBase {
+  type: "introduced";
+  /** The introduced peer's key. */
+  key: string;
+  name?: string;
+  address?: string;
+  /** The grant that came with it, if any and valid. */
+  grant?: Grant;
+}
+
+/** Something went wrong: an `err` from the remote, or locally. */
+export interface PeerErrorEvent extends PeerEventBase {
+  type: "error";
+  /** A protocol error code (from the remote) or a local kind (dial, handler, blob). */
+  code: string;
+  detail: string;
+  /** True when the remote sent it. */
+  remote: boolean;
+  ref?: string;
+  re?: string;
+}
+
+/** The remote said bye. */
+export interface ByeEvent extends PeerEventBase {
+  type: "bye";
+  reason?: string;
+}
+
+/** Everything {@link Peer.events} yields. */
+export type PeerEvent =
+  | ConnectedEvent
+  | DisconnectedEvent
+  | PeerMessageEvent
+  | StateEvent
+  | AckedEvent
+  | BlobEvent
+  | GrantEvent
+  | IntroducedEvent
+  | PeerErrorEvent
+  | ByeEvent;
+
+/** The `type` of a {@link PeerEvent}. */
+export type PeerEventType = PeerEvent["type"];
+
+/**
+ * An unbounded async queue: `push` never blocks, `for await` takes items in
+ * order and ends after `close` once drained.
+ *
+ * @example
+ * ```ts
+ * import { EventQueue } from "./peer_events.ts";
+ * const q = new EventQueue<number>();
+ * q.push(1);
+ * q.push(2);
+ * q.close();
+ * const got: number[] = [];
+ * for await (const n of q) got.push(n);
+ * console.log(got); // [1, 2]
+ * ```
+ */
+export class EventQueue<T> implements AsyncIterableIterator<T> {
+  #items: T[] = [];
+  #waiters: Array<(result: IteratorResult<T, undefined>) => void> = [];
+  #closed = false;
+  #onReturn?: () => void;
+
+  /** `onReturn` runs once when the consumer stops or the queue closes. */
+  constructor(onReturn?: () => void) {
+    this.#onReturn = onReturn;
+  }
+
+  /** Items waiting to be taken. */
+  get size(): number {
+    return this.#items.length;
+  }
+
+  /** True once closed. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Adds an item (dropped after close). */
+  push(item: T): void {
+    if (this.#closed) return;
+    const waiter = this.#waiters.shift();
+    if (waiter) waiter({ value: item, done: false });
+    else this.#items.push(item);
+  }
+
+  /** Ends the queue: waiting consumers finish once the items are taken. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const waiter of this.#waiters.splice(0)) {
+      waiter({ value: undefined, done: true });
+    }
+    const onReturn = this.#onReturn;
+    this.#onReturn = undefined;
+    onReturn?.();
+  }
+
+  /** The next item; done after close once drained. */
+  next(): Promise<IteratorResult<T, undefined>> {
+    if (this.#items.length > 0) {
+      return Promise.resolve({ value: this.#items.shift()!, done: false });
+    }
+    if (this.#closed) return Promise.resolve({ value: undefined, done: true });
+    return new Promise((resolve) => this.#waiters.push(resolve));
+  }
+
+  /** Stops consuming (a `break` out of `for await`): closes and drops the rest. */
+  return(): Promise<IteratorResult<T, undefined>> {
+    this.#items = [];
+    this.close();
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  /** The queue is its own iterator. */
+  [Symbol.asyncIterator](): AsyncIterableIterator<T> {
+    return this;
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * @awp/peer: an Agent Wire Protocol (draft 1, protocol v0) peer for Deno.
+ *
+ * The library API is {@link Peer}; the wire types, constructors and
+ * constants are exported for building and reading lines by hand.
+ *
+ * @example
+ * ```ts
+ * import { Peer } from "./mod.ts";
+ * const a = await Peer.open({ memory: true });
+ * const b = await Peer.open({ memory: true });
+ * await b.connect(await a.listen("tcp:127.0.0.1:0"));
+ * const { id } = await b.send(a.key, "hello");
+ * await b.waitAck(id, { timeoutMs: 5000 });
+ * await b.close();
+ * await a.close();
+ * ```
+ *
+ * @module
+ */
+
+export {
+  type GrantOptions,
+  type IntroduceOptions,
+  Peer,
+  type PeerInfo,
+  type PeerOptions,
+  type SendOptions,
+  type Sent,
+} from "./actors/peer.ts";
+export * from "./actors/peer_events.ts";
+export * from "./wire/types.ts";
+export * from "./wire/messages.ts";
+export { parseLine, type ParseResult } from "./wire/parse.ts";
+export { validateMessage } from "./wire/validate.ts";
+export { encodeLine, LineTooLargeError, MAX_LINE_BYTES } from "./wire/frame.ts";
+export {
+  grantHash,
+  type GrantVerdict,
+  mintGrant,
+  verifyGrant,
+} from "./wire/grant.ts";
+export { isKey, KEY_PREFIX, Signer, verify } from "./wire/keys.ts";
+export {
+  type Address,
+  AddressError,
+  formatAddress,
+  parseAddress,
+} from "./wire/address.ts";
+export { timestamp } from "./wire/time.ts";
+export { StoreUnavailableError } from "./storage/open_store.ts";
+export {
+  BlobSourceError,
+  BlobTooLargeError,
+  DEFAULT_MAX_BLOB_BYTES,
+} from "./storage/spool.ts";
+
+// ---- CLI: `deno run -A mod.ts` (cli/main.ts) ----
+import { main } from "./cli/main.ts";
+if (import.meta.main) Deno.exit(await main(Deno.args));
