@@ -83,8 +83,7 @@ const summary = parseSummary(captured) ??
 if (!status.success && summary.failed === 0) summary.failed = 1;
 const failed = summary.failed + staticFailed;
 const passed = summary.passed + (checks.length - staticFailed);
-console.log(
-  `\n${passed} passed, ${failed} failed` +
-    (summary.skipped ? `, ${summary.skipped} skipped` : ""),
-);
+// CI reads the last line, which must be exactly `N passed, N failed`.
+if (summary.skipped) console.log(`\n${summary.skipped} skipped (ignored)`);
+console.log(`\n${passed} passed, ${failed} failed`);
 Deno.exit(failed === 0 && status.success ? 0 : 1);
