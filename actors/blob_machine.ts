@@ -18,6 +18,12 @@
  */
 
 import { assign, emit, setup } from "xstate";
+import type {
+  MetaObject,
+  NonReducibleUnknown,
+  StateMachine,
+  StateSchema,
+} from "xstate";
 import type { ChunkResult } from "../storage/blob_sink.ts";
 import type { OutboxEntry } from "../storage/store.ts";
 
@@ -34,12 +40,19 @@ export type BlobTransferStatus =
 
 /** The progress both charts emit (`actor.on("progress", fn)`). */
 export interface BlobProgress {
+  /** Always `progress` (the emitted event's type). */
   type: "progress";
+  /** `in` for a blob we receive, `out` for one we send. */
   dir: "in" | "out";
+  /** The remote peer's key. */
   peer: string;
+  /** The blob's ref. */
   ref: string;
+  /** The thread of the msg that names the blob, when known. */
   th?: string;
+  /** The blob's file name, when known. */
   name?: string;
+  /** The chart state this event reports. */
   status: BlobTransferStatus;
   /** Bytes sent (out) or received (in). */
   bytes: number;
@@ -53,16 +66,25 @@ export interface BlobProgress {
 
 /** Progress fields shared by both contexts. */
 export interface BlobProgressContext {
+  /** The remote peer's key. */
   peer: string;
+  /** The blob's ref. */
   ref: string;
+  /** The thread of the msg that names the blob, when known. */
   th?: string;
+  /** The blob's file name, when known. */
   name?: string;
+  /** Bytes sent (out) or received (in) so far. */
   bytes: number;
+  /** Total size in bytes, -1 while unknown. */
   total: number;
+  /** Bytes per second over the current run; 0 when unknown. */
   rate: number;
   /** When the current run of chunks started (ms), and the bytes then. */
   runStart?: number;
+  /** `bytes` when the current run started. */
   runBytes: number;
+  /** Why the transfer was refused or failed. */
   detail?: string;
 }
 
@@ -111,9 +133,13 @@ const noop = () => {};
 
 /** Input of {@linkcode outgoingBlobMachine}. */
 export interface OutgoingBlobInput {
+  /** The receiving peer's key. */
   peer: string;
+  /** The blob's ref. */
   ref: string;
+  /** The thread of the msg that names the blob. */
   th?: string;
+  /** The blob's file name. */
   name?: string;
   /** Size of the spooled copy in bytes. */
   size: number;
@@ -174,6 +200,37 @@ export function chunkSentEvent(
   };
 }
 
+/** The named actions of {@linkcode outgoingBlobMachine}, with their parameters. */
+export type OutgoingBlobAction =
+  | { type: "countChunk"; params: unknown }
+  | { type: "endRun"; params: unknown }
+  | { type: "setDetail"; params: unknown }
+  | { type: "completeBytes"; params: unknown }
+  | { type: "reportStatus"; params: { status: BlobTransferStatus } }
+  | { type: "stopSending"; params: unknown }
+  | { type: "releaseSpool"; params: unknown };
+
+/**
+ * The type of {@linkcode outgoingBlobMachine}, spelled out so the published
+ * API does not depend on inference (JSR "no slow types").
+ */
+export type OutgoingBlobMachine = StateMachine<
+  OutgoingBlobContext,
+  OutgoingBlobEvent,
+  Record<string, never>,
+  never,
+  OutgoingBlobAction,
+  { type: "isLast"; params: unknown },
+  never,
+  "queued" | "sending" | "awaitingAck" | "done" | "refused" | "failed",
+  string,
+  OutgoingBlobInput,
+  NonReducibleUnknown,
+  BlobProgress,
+  MetaObject,
+  StateSchema
+>;
+
 /**
  * The outgoing transfer chart. Provide `stopSending` (on refusal: skip the
  * ref's remaining chunks) and `releaseSpool` (on done or refused).
@@ -190,7 +247,7 @@ export function chunkSentEvent(
  * console.log(actor.getSnapshot().value); // "done"
  * ```
  */
-export const outgoingBlobMachine = setup({
+export const outgoingBlobMachine: OutgoingBlobMachine = setup({
   types: {
     context: {} as OutgoingBlobContext,
     events: {} as OutgoingBlobEvent,
@@ -312,9 +369,13 @@ export const outgoingBlobMachine = setup({
 
 /** Input of {@linkcode incomingBlobMachine}. */
 export interface IncomingBlobInput {
+  /** The sending peer's key. */
   peer: string;
+  /** The blob's ref, as the sender chose it. */
   ref: string;
+  /** The thread of the msg that names the blob, when known. */
   th?: string;
+  /** The blob's file name, when known. */
   name?: string;
   /** Expected size when the blob part is known, else -1 (the default). */
   total?: number;
@@ -345,7 +406,9 @@ export type IncomingBlobEvent =
 
 /** The incoming chart's context. */
 export interface IncomingBlobContext extends BlobProgressContext {
+  /** The final file, once complete. */
   path?: string;
+  /** Lowercase hex sha256 of the file, once complete. */
   sha256?: string;
 }
 
@@ -390,6 +453,36 @@ export function sinkEvent(
   }
 }
 
+/** The named actions of {@linkcode incomingBlobMachine}, with their parameters. */
+export type IncomingBlobAction =
+  | { type: "countChunk"; params: unknown }
+  | { type: "describe"; params: unknown }
+  | { type: "endRun"; params: unknown }
+  | { type: "setDetail"; params: unknown }
+  | { type: "reportStatus"; params: { status: BlobTransferStatus } }
+  | { type: "discardPartial"; params: unknown };
+
+/**
+ * The type of {@linkcode incomingBlobMachine}, spelled out so the published
+ * API does not depend on inference (JSR "no slow types").
+ */
+export type IncomingBlobMachine = StateMachine<
+  IncomingBlobContext,
+  IncomingBlobEvent,
+  Record<string, never>,
+  never,
+  IncomingBlobAction,
+  never,
+  never,
+  "receiving" | "complete" | "refused" | "failed",
+  string,
+  IncomingBlobInput,
+  NonReducibleUnknown,
+  BlobProgress,
+  MetaObject,
+  StateSchema
+>;
+
 /**
  * The incoming transfer chart. Provide `discardPartial` (on failure) if the
  * temp file should go.
@@ -404,7 +497,7 @@ export function sinkEvent(
  * console.log(actor.getSnapshot().value, actor.getSnapshot().context.total); // complete 6
  * ```
  */
-export const incomingBlobMachine = setup({
+export const incomingBlobMachine: IncomingBlobMachine = setup({
   types: {
     context: {} as IncomingBlobContext,
     events: {} as IncomingBlobEvent,

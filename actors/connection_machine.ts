@@ -20,6 +20,13 @@
  */
 
 import { assign, setup } from "xstate";
+import type {
+  EventObject,
+  MetaObject,
+  NonReducibleUnknown,
+  StateMachine,
+  StateSchema,
+} from "xstate";
 
 /** The connection's timeouts, in milliseconds. */
 export interface ConnectionTimeouts {
@@ -82,6 +89,7 @@ export type ConnectionEvent =
 
 /** The statechart's context. */
 export interface ConnectionContext {
+  /** The effective timeouts (defaults merged with the input). */
   timeouts: ConnectionTimeouts;
   /** Pings sent since anything was last received. */
   missed: number;
@@ -91,15 +99,83 @@ export interface ConnectionContext {
 
 /** Input of {@link connectionMachine}. */
 export interface ConnectionInput {
+  /** Overrides of {@link DEFAULT_TIMEOUTS}, in milliseconds. */
   timeouts?: Partial<ConnectionTimeouts>;
 }
 
 /** Parameters of the `sendErr` action. */
 export interface SendErrParams {
+  /** The error code to send. */
   code: string;
+  /** A one-line explanation. */
   detail: string;
+  /** The id of the offending line, when it had one. */
   re?: string;
 }
+
+/** The named actions of {@link connectionMachine}, with their parameters. */
+export type ConnectionAction =
+  | { type: "sendHello"; params: unknown }
+  | { type: "sendAuth"; params: unknown }
+  | { type: "sendResume"; params: unknown }
+  | { type: "replay"; params: unknown }
+  | { type: "opened"; params: unknown }
+  | { type: "sendPing"; params: unknown }
+  | { type: "sendBye"; params: unknown }
+  | { type: "replyBye"; params: unknown }
+  | { type: "sendErr"; params: SendErrParams }
+  | { type: "closeTransport"; params: unknown }
+  | { type: "countPing"; params: unknown }
+  | { type: "resetMissed"; params: unknown }
+  | { type: "setReason"; params: { reason: string } };
+
+/** The named guards of {@link connectionMachine}. */
+export type ConnectionGuard =
+  | { type: "pingEnabled"; params: unknown }
+  | { type: "twoMissed"; params: unknown }
+  | { type: "closingCode"; params: unknown }
+  | { type: "hasCode"; params: unknown };
+
+/** The named delays of {@link connectionMachine}. */
+export type ConnectionDelay =
+  | "handshakeTimeout"
+  | "resumeTimeout"
+  | "byeTimeout"
+  | "pingInterval";
+
+/** Every snapshot value {@link connectionMachine} can be in. */
+export type ConnectionStateValue =
+  | { handshake: "hello" | "auth" }
+  | "resume"
+  | {
+    open: {
+      traffic: Record<string, never>;
+      liveness: "start" | "off" | "idle" | "pinging";
+    };
+  }
+  | "closing"
+  | "closed";
+
+/**
+ * The type of {@link connectionMachine}, spelled out so the published API
+ * does not depend on inference (JSR "no slow types").
+ */
+export type ConnectionMachine = StateMachine<
+  ConnectionContext,
+  ConnectionEvent,
+  Record<string, never>,
+  never,
+  ConnectionAction,
+  ConnectionGuard,
+  ConnectionDelay,
+  ConnectionStateValue,
+  string,
+  ConnectionInput,
+  NonReducibleUnknown,
+  EventObject,
+  MetaObject,
+  StateSchema
+>;
 
 const noop = () => {};
 
@@ -118,7 +194,7 @@ const noop = () => {};
  * actor.stop();
  * ```
  */
-export const connectionMachine = setup({
+export const connectionMachine: ConnectionMachine = setup({
   types: {
     context: {} as ConnectionContext,
     events: {} as ConnectionEvent,

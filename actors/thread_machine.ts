@@ -19,6 +19,12 @@
  */
 
 import { assign, emit, enqueueActions, setup } from "xstate";
+import type {
+  MetaObject,
+  NonReducibleUnknown,
+  StateMachine,
+  StateSchema,
+} from "xstate";
 import { timestamp } from "../wire/time.ts";
 import type { Msg, State } from "../wire/types.ts";
 import type { SideState, ThreadRecord } from "../storage/store.ts";
@@ -84,6 +90,7 @@ export function isThreadOpen(
 export interface ThreadInput {
   /** The remote peer's key. */
   peer: string;
+  /** The thread id. */
   th: string;
   /** The stored record, when the thread already exists. */
   record?: ThreadRecord;
@@ -145,12 +152,53 @@ export type ThreadEmitted =
 
 /** The thread actor's context. */
 export interface ThreadContext {
+  /** The thread's record as it would be persisted. */
   record: ThreadRecord;
   /** Msgs this actor has seen (the first one names the subject). */
   msgs: number;
   /** Ids of the last few received lines, to drop a redelivered one. */
   recent: string[];
 }
+
+/** The named actions of {@linkcode threadMachine}, with their parameters. */
+export type ThreadAction =
+  | { type: "remember"; params: NonReducibleUnknown }
+  | { type: "takeMsg"; params: NonReducibleUnknown }
+  | { type: "setSide"; params: { side: "mine" | "theirs" } }
+  | { type: "markRead"; params: NonReducibleUnknown }
+  | { type: "deliver"; params: NonReducibleUnknown }
+  | { type: "announceSide"; params: { side: "mine" | "theirs" } }
+  | { type: "changed"; params: NonReducibleUnknown };
+
+/** The named guards of {@linkcode threadMachine}, with their parameters. */
+export type ThreadGuard =
+  | { type: "sideIs"; params: { side: "mine" | "theirs"; word: string } }
+  | { type: "sideUnset"; params: { side: "mine" | "theirs" } }
+  | { type: "isRedelivery"; params: unknown };
+
+/** The chart state of one side: a conventional word, `other`, or `resolving`. */
+export type ThreadSideValue = SoftState | "other" | "resolving";
+
+/**
+ * The type of {@linkcode threadMachine}, spelled out so the published API
+ * does not depend on inference (JSR "no slow types").
+ */
+export type ThreadMachine = StateMachine<
+  ThreadContext,
+  ThreadEvent,
+  Record<string, never>,
+  never,
+  ThreadAction,
+  ThreadGuard,
+  never,
+  { mine: ThreadSideValue; theirs: ThreadSideValue },
+  string,
+  ThreadInput,
+  NonReducibleUnknown,
+  ThreadEmitted,
+  MetaObject,
+  StateSchema
+>;
 
 const RECENT = 64;
 
@@ -205,7 +253,7 @@ const WORD_STATES = {
  * actor.stop();
  * ```
  */
-export const threadMachine = setup({
+export const threadMachine: ThreadMachine = setup({
   types: {
     context: {} as ThreadContext,
     events: {} as ThreadEvent,

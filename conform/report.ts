@@ -9,9 +9,13 @@ export type ScenarioStatus = "ok" | "fail" | "skip";
 
 /** The outcome of one scenario. */
 export interface ScenarioResult {
+  /** The scenario's name. */
   name: string;
+  /** The SPEC section it checks. */
   section: string;
+  /** What the scenario checks, in one line. */
   doc: string;
+  /** Whether it passed, failed or was skipped. */
   status: ScenarioStatus;
   /** For a failure, what the peer did instead; for a skip, why. */
   detail?: string;
@@ -21,10 +25,15 @@ export interface ScenarioResult {
 
 /** What the peer under test said about itself in its first hello. */
 export interface PeerInfo {
+  /** The peer's key. */
   key: string;
+  /** The protocol version from its hello. */
   v: number;
+  /** The name from its hello. */
   name?: string;
+  /** The capabilities from its hello. */
   caps: string[];
+  /** The self-description from its hello. */
   about?: string;
 }
 
@@ -38,9 +47,13 @@ export interface ConformReport {
   command?: string;
   /** The peer's first hello, if one arrived. */
   peer?: PeerInfo;
+  /** One result per scenario, in run order. */
   results: ScenarioResult[];
+  /** How many scenarios passed. */
   passed: number;
+  /** How many scenarios failed. */
   failed: number;
+  /** How many scenarios were skipped. */
   skipped: number;
   /** Wall time of the whole run, in seconds. */
   seconds: number;

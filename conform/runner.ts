@@ -85,6 +85,8 @@ export interface ConformOptions {
 /** A run that could not start or go on (bad address, refused connection, dead command): one line. */
 export class ConformError extends Error {
   /**
+   * Creates the error with its one-line message.
+   *
    * @example
    * ```ts
    * import { ConformError } from "./runner.ts";

@@ -38,10 +38,15 @@ export interface Received {
 
 /** What the peer said about itself in its hello. */
 export interface PeerHello {
+  /** The peer's key. */
   key: string;
+  /** The protocol version from its hello. */
   v: number;
+  /** The name from its hello. */
   name?: string;
+  /** The capabilities from its hello. */
   caps: string[];
+  /** The self-description from its hello. */
   about?: string;
   /** The hello line as received, without its newline. */
   raw: string;
@@ -142,6 +147,8 @@ export interface Scenario {
 /** Thrown by `ctx.fail`: the peer did not behave. */
 export class ScenarioFailure extends Error {
   /**
+   * Creates the failure with a one-line detail.
+   *
    * @example
    * ```ts
    * import { ScenarioFailure } from "./scenarios.ts";
@@ -157,6 +164,8 @@ export class ScenarioFailure extends Error {
 /** Thrown by `ctx.skip`: the scenario does not apply to this peer or mode. */
 export class ScenarioSkip extends Error {
   /**
+   * Creates the skip with the reason it does not apply.
+   *
    * @example
    * ```ts
    * import { ScenarioSkip } from "./scenarios.ts";

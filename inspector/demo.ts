@@ -24,8 +24,11 @@ import { type InspectorServer, serveInspector } from "./server.ts";
 
 /** A running demo. */
 export interface Demo {
+  /** The hub every demo actor is registered with. */
   hub: InspectionHub;
+  /** The inspector's web server. */
   server: InspectorServer;
+  /** The page to open in a browser. */
   url: string;
   /** Session ids of the demo's actors, by role. */
   ids: { supervisor: string; connections: Record<string, string> };
@@ -35,7 +38,9 @@ export interface Demo {
 
 /** Options for {@link startDemo}. */
 export interface DemoOptions {
+  /** Interface to listen on; 127.0.0.1 by default. */
   hostname?: string;
+  /** Port to listen on; 0 (any free port) by default. */
   port?: number;
   /** Base delay in ms between demo steps. Default 150. */
   step?: number;

@@ -19,7 +19,9 @@ export type ActorStatus = "active" | "done" | "error" | "stopped";
 
 /** Bytes moved so far, for blob-like actors. */
 export interface Progress {
+  /** Bytes moved so far. */
   bytes: number;
+  /** Total bytes, -1 while unknown. */
   total: number;
 }
 
@@ -33,27 +35,37 @@ export interface ActorInfo {
   kind: string;
   /** Human label, e.g. the remote peer's name. */
   label: string;
+  /** Session id of the parent actor, if any. */
   parentId?: string;
+  /** Session id of the root actor of its system. */
   rootId?: string;
   /** Key of the machine definition (see {@link InspectionHub.machine}). */
   machine?: string;
+  /** Lifecycle status as last seen. */
   status: ActorStatus;
   /** Current state value (machines only). */
   value?: JsonValue;
   /** Ids of the active state nodes (machines only), e.g. `conn.open`. */
   active: string[];
+  /** Bytes moved so far, for blob-like actors. */
   progress?: Progress;
   /** Milliseconds since the epoch. */
   createdAt: number;
+  /** Milliseconds since the epoch of the last change. */
   updatedAt: number;
 }
 
 /** An event received by an actor. */
 export interface HubEventEvent {
+  /** Always `event`. */
   type: "event";
+  /** Session id of the receiving actor. */
   id: string;
+  /** Position in the hub's log, strictly increasing. */
   seq: number;
+  /** Milliseconds since the epoch. */
   t: number;
+  /** The event, made JSON-safe. */
   event: JsonValue;
   /** Session id of the sender, when known. */
   source?: string;
@@ -61,25 +73,39 @@ export interface HubEventEvent {
 
 /** An actor's new snapshot. */
 export interface HubSnapshotEvent {
+  /** Always `snapshot`. */
   type: "snapshot";
+  /** Session id of the actor. */
   id: string;
+  /** Position in the hub's log, strictly increasing. */
   seq: number;
+  /** Milliseconds since the epoch. */
   t: number;
   /** The event that caused the snapshot. */
   event: JsonValue;
+  /** Lifecycle status after this snapshot. */
   status: ActorStatus;
+  /** State value (machines only). */
   value?: JsonValue;
+  /** Ids of the active state nodes (machines only). */
   active: string[];
+  /** The context, made JSON-safe. */
   context?: JsonValue;
+  /** Bytes moved so far, for blob-like actors. */
   progress?: Progress;
 }
 
 /** An event emitted by an actor (`emit(...)`), e.g. `progress`. */
 export interface HubEmittedEvent {
+  /** Always `emitted`. */
   type: "emitted";
+  /** Session id of the emitting actor. */
   id: string;
+  /** Position in the hub's log, strictly increasing. */
   seq: number;
+  /** Milliseconds since the epoch. */
   t: number;
+  /** The emitted event, made JSON-safe. */
   event: JsonValue;
 }
 
@@ -94,7 +120,9 @@ export type HubEvent =
 
 /** Extra facts about an actor the inspector cannot see by itself. */
 export interface RegisterOptions {
+  /** Kind shown in the tree, e.g. `connection`. */
   kind?: string;
+  /** Human label, e.g. the remote peer's name. */
   label?: string;
   /** Session id of the logical parent (e.g. the supervisor). */
   parentId?: string;

@@ -12,23 +12,35 @@
 
 /** A transition as found in `machine.definition`. */
 export interface TransitionJson {
+  /** The event type; null or absent for eventless transitions. */
   eventType?: string | null;
+  /** Ids of the target state nodes. */
   target?: string[];
+  /** The delay of an `after` transition. */
   delay?: string | number;
+  /** The guard, as xstate describes it. */
   guard?: unknown;
 }
 
 /** A state node as found in `machine.definition`. */
 export interface StateDefinitionJson {
+  /** The state node's full id. */
   id: string;
+  /** The state node's key within its parent. */
   key: string;
+  /** The kind of state node. */
   type: "atomic" | "compound" | "parallel" | "final" | "history";
+  /** The initial transition of a compound state. */
   initial?: { target?: string[] };
+  /** History kind, for history states. */
   history?: boolean | "shallow" | "deep";
+  /** Child state nodes, by key. */
   states?: Record<string, StateDefinitionJson>;
+  /** Transitions on events and delays. */
   transitions?: TransitionJson[];
   /** Eventless transitions; the inspection hub adds these to the definition. */
   always?: TransitionJson[];
+  /** Actors invoked by this state. */
   invoke?: Array<{ src?: string; id?: string }>;
 }
 

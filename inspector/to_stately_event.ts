@@ -12,36 +12,51 @@ import type { JsonValue } from "./to_json_safe.ts";
 /** The `@statelyai/inspect` version whose message shapes these follow. */
 export const STATELY_PROTOCOL_VERSION = "0.7.0";
 
-interface StatelyBase {
+/** Fields every Stately inspection event carries. */
+export interface StatelyBase {
+  /** Session id of the actor the event is about. */
   sessionId: string;
+  /** Session id of the root actor of its system. */
   rootId: string | undefined;
   /** Milliseconds since the epoch, as a string (their format). */
   createdAt: string;
+  /** A unique id for this event. */
   id: string;
+  /** The inspection protocol version. */
   _version: string;
 }
 
 /** An actor came to life (`@xstate.actor`). */
 export interface StatelyActorEvent extends StatelyBase {
+  /** Always `@xstate.actor`. */
   type: "@xstate.actor";
+  /** The actor's id. */
   name: string;
+  /** Session id of the parent actor, if any. */
   parentId: string | undefined;
   /** The machine config as a JSON string. */
   definition: string | undefined;
+  /** The actor's first snapshot, made JSON-safe. */
   snapshot: { [key: string]: JsonValue };
 }
 
 /** An actor received an event (`@xstate.event`). */
 export interface StatelyEventEvent extends StatelyBase {
+  /** Always `@xstate.event`. */
   type: "@xstate.event";
+  /** The event, made JSON-safe. */
   event: JsonValue;
+  /** Session id of the sender, when known. */
   sourceId: string | undefined;
 }
 
 /** An actor has a new snapshot (`@xstate.snapshot`). */
 export interface StatelySnapshotEvent extends StatelyBase {
+  /** Always `@xstate.snapshot`. */
   type: "@xstate.snapshot";
+  /** The event that caused the snapshot. */
   event: JsonValue;
+  /** The new snapshot, made JSON-safe. */
   snapshot: { [key: string]: JsonValue };
 }
 

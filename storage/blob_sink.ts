@@ -24,8 +24,11 @@ const READ_BUFFER = 262144;
 
 /** The fields of a `chunk` line the sink needs (a wire `Chunk` fits). */
 export interface ChunkInput {
+  /** The blob's ref. */
   ref: string;
+  /** The chunk's index, from 0. */
   n: number;
+  /** True for the blob's last chunk. */
   last: boolean;
   /** The chunk's bytes in base64 (standard or url, padded or not). */
   data: string;
@@ -33,8 +36,11 @@ export interface ChunkInput {
 
 /** What the msg's blob part says about the blob. */
 export interface BlobDescription {
+  /** Size in bytes. */
   size: number;
+  /** File name, as the sender suggests it. */
   name?: string;
+  /** Media type. */
   mime?: string;
 }
 
@@ -49,6 +55,7 @@ export interface BlobSinkOptions {
    * so use one directory per peer.
    */
   dir: string;
+  /** The thread of the msg that names the blob, when known. */
   th?: string;
   /** Receive limit in bytes; {@linkcode DEFAULT_BLOB_LIMIT} by default. */
   maxBytes?: number;
@@ -56,6 +63,7 @@ export interface BlobSinkOptions {
 
 /** Options of {@linkcode BlobSink.resume}. */
 export interface BlobSinkResumeOptions {
+  /** Receive limit in bytes; {@linkcode DEFAULT_BLOB_LIMIT} by default. */
   maxBytes?: number;
 }
 

@@ -20,6 +20,7 @@ import type { Store } from "./store.ts";
  * ```
  */
 export class StoreUnavailableError extends Error {
+  /** Creates the error; the default message says how to enable Deno KV. */
   constructor(
     message =
       'durable storage needs Deno KV: run with --unstable-kv (or "unstable": ["kv"] in deno.json), or open the store with { memory: true } to run ephemeral (nothing survives a restart)',

@@ -301,6 +301,7 @@ export async function readChunk(source: ChunkSource): Promise<Uint8Array> {
 export interface ChunkDraftOptions {
   /** The thread of the msg that names the blob (NOTES item 1). */
   th?: string;
+  /** Bytes of blob data per chunk line. */
   chunkSize?: number;
 }
 
