@@ -58,11 +58,17 @@ export type { ConnectionTimeouts } from "./connection_machine.ts";
 
 /** What the peer said about itself in hello (and presented in auth). */
 export interface RemoteHello {
+  /** The peer's key (`ed25519:...`), verified by its auth. */
   key: string;
+  /** The name the peer gave in hello. */
   name?: string;
+  /** Capabilities the peer announced in hello. */
   caps: string[];
+  /** The peer's self-description from hello. */
   about?: string;
+  /** The address the peer says it can be reached at (NOTES item 6). */
   addr?: string;
+  /** The nonce from the peer's hello. */
   nonce: string;
   /** Grants presented in auth (unverified: the caller decides). */
   grants: Grant[];
@@ -70,31 +76,53 @@ export interface RemoteHello {
 
 /** A received line as parsed, with its exact text. */
 export interface ReceivedLine {
+  /** The parsed, schema-valid message. */
   message: Message;
+  /** The line exactly as received, without its newline. */
   raw: string;
 }
 
 /** Options of {@link Connection}. */
 export interface ConnectionOptions {
+  /** The socket to speak over (dialed or accepted). */
   transport: Transport;
+  /** Our identity: signs the auth transcript. */
   signer: Signer;
+  /** Where seen ids, the outbox and received lines are committed. */
   store: Store;
   /** We dialed (for the simultaneous-open tie-break, NOTES item 4). */
   dialed: boolean;
+  /** Our name, sent in hello. */
   name?: string;
+  /** Our self-description, sent in hello. */
   about?: string;
+  /** Capabilities we announce in hello. */
   caps?: string[];
   /** Our own reachable address, sent in hello (NOTES item 6). */
   addr?: string;
   /** Grants to present in auth. */
   grants?: Grant[];
+  /** Overrides of {@link DEFAULT_TIMEOUTS}, in milliseconds. */
   timeouts?: Partial<ConnectionTimeouts>;
   /** Return a refusal detail to refuse the peer (err auth + close, NOTES 8). */
   admit?(remote: RemoteHello): string | undefined;
   /** After both auths verify, before resume is processed. */
   onAuthenticated?(conn: Connection): void | Promise<void>;
+  /**
+   * Awaited before received content lines are committed (so before they
+   * count as seen): whatever must be durable first (a chunk's bytes) is
+   * written here. Called with every line of the batch, duplicates too; a
+   * throw closes the connection with `err internal`, nothing committed.
+   */
+  beforeCommit?(conn: Connection, lines: ReceivedLine[]): Promise<void>;
   /** New (non-duplicate) content lines, committed and acked. */
   onDeliver?(conn: Connection, lines: ReceivedLine[]): void;
+  /** An ack of ours arrived; called once the store has dropped the entry. */
+  onAck?(conn: Connection, ack: { re: string; th?: string }): void;
+  /** The peer said bye (with its reason, if any). */
+  onBye?(conn: Connection, reason?: string): void;
+  /** An outboxed entry was just written to the socket (sent or replayed). */
+  onSent?(conn: Connection, entry: OutboxEntry): void;
   /**
    * Known non-content lines after auth that the connection does not consume
    * itself: grant, presence and err (an addition to the lead's contract).
@@ -102,6 +130,7 @@ export interface ConnectionOptions {
   onControl?(conn: Connection, line: ReceivedLine): void;
   /** Every line, in and out, for the log or an inspector. */
   onLine?(conn: Connection, dir: "in" | "out", raw: string): void;
+  /** Called once, when the connection has closed, with the reason. */
   onClosed?(conn: Connection, reason: string): void;
   /** xstate inspection, passed to createActor. */
   inspect?: (event: unknown) => void;
@@ -216,7 +245,8 @@ export class Connection {
           this.#establishedD.resolve(this.#peer!);
         },
         sendPing: () => this.#sendPing(),
-        sendBye: () => this.#sendBye(),
+        sendBye: ({ event }) =>
+          this.#sendBye(event.type === "BYE" ? event.reason : undefined),
         replyBye: () => this.#sendBye(),
         sendErr: (_, params: SendErrParams) => this.#sendErr(params),
         closeTransport: ({ context }) => void this.#shutdown(context.reason),
@@ -411,6 +441,7 @@ export class Connection {
       }
       this.#sentUpTo = entry.id;
       this.#send(line);
+      this.#o.onSent?.(this, entry);
     }
   }
 
@@ -420,8 +451,10 @@ export class Connection {
     this.#send({ t: "ping", id, ts: timestamp() });
   }
 
-  #sendBye(): void {
-    this.#send({ t: "bye", id: this.#o.store.nextId(), ts: timestamp() });
+  #sendBye(reason?: string): void {
+    const bye: Obj = { t: "bye", id: this.#o.store.nextId(), ts: timestamp() };
+    if (reason !== undefined) bye.reason = reason;
+    this.#send(bye);
     this.#byeSent = true;
   }
 
@@ -493,8 +526,10 @@ export class Connection {
         if (state === "closing") {
           // After our bye we send nothing, so we do not take content either:
           // unacked, it is replayed on the next connection.
-          if (message.t === "bye") this.#event({ type: "PEER_BYE" });
-          else if (message.t === "err") this.#peerErr(message);
+          if (message.t === "bye") {
+            this.#o.onBye?.(this, reasonOf(message));
+            this.#event({ type: "PEER_BYE" });
+          } else if (message.t === "err") this.#peerErr(message);
           continue;
         }
         const t = message.t;
@@ -525,15 +560,16 @@ export class Connection {
           continue;
         }
         switch (t) {
-          case "ack":
+          case "ack": {
+            const re = message.re as string;
+            const th = typeof message.th === "string" ? message.th : undefined;
             pending.push(
-              this.#o.store.acked(
-                this.#peer!.key,
-                message.th as string,
-                message.re as string,
+              this.#o.store.acked(this.#peer!.key, th, re).then(() =>
+                this.#o.onAck?.(this, th === undefined ? { re } : { re, th })
               ),
             );
             break;
+          }
           case "ping":
             this.#send({
               t: "pong",
@@ -556,12 +592,8 @@ export class Connection {
             break;
           case "bye":
             await this.#commit(batch);
-            this.#event({
-              type: "PEER_BYE",
-              reason: typeof message.reason === "string"
-                ? message.reason
-                : undefined,
-            });
+            this.#o.onBye?.(this, reasonOf(message));
+            this.#event({ type: "PEER_BYE", reason: reasonOf(message) });
             break;
           case "err":
             await this.#commit(batch);
@@ -594,6 +626,9 @@ export class Connection {
   ): Promise<void> {
     if (batch.length === 0) return;
     const lines = batch.splice(0);
+    if (this.#o.beforeCommit) {
+      await this.#o.beforeCommit(this, lines.map((l) => l.received));
+    }
     const outcomes = await this.#o.store.receive(
       this.#peer!.key,
       lines.map(({ id, t, th, message, raw }) => ({ id, t, th, message, raw })),
@@ -709,6 +744,10 @@ export class Connection {
     await this.#o.onAuthenticated?.(this);
     if (this.state === "auth") this.#event({ type: "AUTH_OK" });
   }
+}
+
+function reasonOf(message: Obj): string | undefined {
+  return typeof message.reason === "string" ? message.reason : undefined;
 }
 
 function idOf(message: Obj): string | undefined {

@@ -16,12 +16,24 @@
  */
 
 import { randomBytes } from "node:crypto";
+import { type Actor, createActor } from "xstate";
 import {
   type Delivery,
   Supervisor,
   type SupervisorEvent,
 } from "./supervisor.ts";
-import type { RemoteHello } from "./connection.ts";
+import type { Connection, ReceivedLine, RemoteHello } from "./connection.ts";
+import { type ThreadMachine, threadMachine } from "./thread_machine.ts";
+import {
+  type BlobProgress,
+  chunkSentEvent,
+  type IncomingBlobMachine,
+  incomingBlobMachine,
+  type OutgoingBlobMachine,
+  outgoingBlobMachine,
+  sinkEvent,
+} from "./blob_machine.ts";
+import type { InspectionHub } from "../inspector/inspection_hub.ts";
 import type { ConnectionTimeouts } from "./connection_machine.ts";
 import type { DialerTiming } from "./dialer_machine.ts";
 import {
@@ -31,7 +43,10 @@ import {
 } from "./peer_events.ts";
 import { openStore } from "../storage/open_store.ts";
 import type {
+  LogEntry,
+  LogQuery,
   OutboxDraft,
+  OutboxEntry,
   PeerRecord,
   Store,
   ThreadRecord,
@@ -51,6 +66,7 @@ import { blobPart, textPart } from "../wire/messages.ts";
 import { timestamp } from "../wire/time.ts";
 import { MAX_LINE_BYTES } from "../wire/frame.ts";
 import { validateMessage } from "../wire/validate.ts";
+import { CONTENT_TYPES } from "../wire/types.ts";
 import type {
   BlobPart,
   Chunk,
@@ -90,6 +106,11 @@ export interface PeerOptions {
   admit?(remote: RemoteHello): string | undefined;
   /** Outbox retention for "open thread" in ms (7 days). */
   retentionMs?: number;
+  /**
+   * Shows the actors (supervisor, dialers, connections, threads, blob
+   * transfers) in this hub. Off unless given: no observer is passed then.
+   */
+  inspect?: InspectionHub;
 }
 
 /** Options of {@link Peer.send}. */
@@ -137,6 +158,12 @@ export interface IntroduceOptions {
 }
 
 const DEFAULT_CAPS = ["chat", "blob", "grant", "introduce"];
+/** Received lines store.receive logs itself (content, and private). */
+const LOGGED_BY_RECEIVE: ReadonlySet<string> = new Set([
+  ...CONTENT_TYPES,
+  "private",
+]);
+const LOG_BATCH = 256;
 const EARLY_EVENTS = 10_000;
 const ACKED_MEMORY = 10_000;
 
@@ -188,6 +215,10 @@ interface PendingSpool {
   paths: string[];
 }
 
+type ThreadActor = Actor<ThreadMachine>;
+type OutBlobActor = Actor<OutgoingBlobMachine>;
+type InBlobActor = Actor<IncomingBlobMachine>;
+
 /**
  * One AWP peer. Open with {@link Peer.open}, then `listen` and/or
  * `connect`, `send`, and read {@link Peer.events}.
@@ -222,7 +253,13 @@ export class Peer {
   #ackWaiters = new Map<string, Set<() => void>>();
   #sentTo = new Map<string, string>();
   #spoolByMsg = new Map<string, PendingSpool>();
-  #sinks = new Map<string, BlobSink>();
+  #sinks = new Map<string, Promise<BlobSink>>();
+  #threadActors = new Map<string, Promise<ThreadActor>>();
+  /** Transfer actors by `${peer} ${ref}`, one Map per direction. */
+  #outBlobs = new Map<string, Promise<OutBlobActor>>();
+  #inBlobs = new Map<string, Promise<InBlobActor>>();
+  #logBuffer: Omit<LogEntry, "seq">[] = [];
+  #logFlush: Promise<void> | undefined;
   #inflight = new Set<Promise<unknown>>();
   #threadWrites: Promise<void> = Promise.resolve();
   #closing: Promise<void> | undefined;
@@ -258,13 +295,28 @@ export class Peer {
       retentionMs: options.retentionMs,
       routes: {
         thread: () => (d) => track(this.#onThreadLine(d)),
-        blob: () => (d) => track(this.#onChunk(d)),
+        // Chunks are written in beforeCommit; nothing is left to do after.
+        blob: () => () => {},
         grant: (d) => track(this.#onGrant(d)),
         introduce: (d) => track(this.#onIntroduce(d)),
         err: (d) => track(this.#onErr(d)),
       },
       onEvent: (e) => this.#onSupervisorEvent(e),
-      onLine: (peer, dir, raw) => this.#onLine(peer, dir, raw),
+      onLine: (peer, dir, raw) => this.#logLine(peer, dir, raw),
+      beforeCommit: (peer, conn, lines) =>
+        this.#beforeCommit(peer, conn, lines),
+      onAck: (peer, ack) => this.#noteAck(peer, ack.re, ack.th),
+      onBye: (peer, reason) =>
+        this.#emit({
+          type: "bye",
+          peer,
+          ts: timestamp(),
+          ...(reason !== undefined ? { reason } : {}),
+        }),
+      onSent: (peer, entry) => {
+        if (entry.t === "chunk") track(this.#chunkSent(peer, entry));
+      },
+      ...(options.inspect ? { inspect: options.inspect } : {}),
     });
   }
 
@@ -508,9 +560,14 @@ export class Peer {
           sha256: blob.sha256,
           updated: now,
         });
+        this.#outgoingBlob(key, blob.ref, { th, name, size: blob.size });
       }
     }
     await this.#touchThread(key, th, { subject: options.subject });
+    await this.#feedThread(key, th, {
+      type: "MSG_OUT",
+      message: { ...fields, id, ts: entries[entries.length - 1].ts } as Msg,
+    });
     await this.#ensureReach(key);
     return { id, th };
   }
@@ -593,6 +650,10 @@ export class Peer {
     await this.#touchThread(key, th, {
       mine: { state, ts: entry.ts, ...(note !== undefined ? { note } : {}) },
     });
+    await this.#feedThread(key, th, {
+      type: "STATE_OUT",
+      message: { ...fields, id: entry.id, ts: entry.ts } as State,
+    });
     await this.#ensureReach(key);
     return { id: entry.id, th };
   }
@@ -626,13 +687,9 @@ export class Peer {
       grant,
       storedAt: Date.now(),
     });
-    // grant lines are not outboxed (no ack, no seen): keep them pending
-    // durably until a connection is open to write them on.
-    const pending =
-      await this.#store.getMeta<Grant[]>(`pending_grants:${key}`) ?? [];
-    pending.push(grant);
-    await this.#store.setMeta(`pending_grants:${key}`, pending);
-    await this.#flushGrants(key);
+    // Outboxed like content; never acked, it leaves the outbox when a later
+    // line to this peer is acked (Store.acked).
+    await this.#sup.send(key, [{ fields: { t: "grant", grant } }]);
     await this.#ensureReach(key);
     return grant;
   }
@@ -729,6 +786,43 @@ export class Peer {
   }
 
   /**
+   * The traffic log: every line in and out after the handshake (chunk data
+   * elided), oldest first, filtered by `query` (peer, th, after, limit).
+   * Lines still being batched are written first.
+   *
+   * @example
+   * ```ts ignore
+   * for (const e of await peer.log({ th, after: lastSeq })) console.log(e.dir, e.line);
+   * ```
+   */
+  async log(query: LogQuery = {}): Promise<LogEntry[]> {
+    await this.#flushLog();
+    return await this.#store.readLog(query);
+  }
+
+  /**
+   * Marks every received msg of thread `th` with `peer` as read (the
+   * thread's unread count drops to 0).
+   *
+   * @example
+   * ```ts ignore
+   * await peer.markRead(bob, th);
+   * ```
+   */
+  async markRead(peer: string, th: string): Promise<void> {
+    this.#open("markRead");
+    const key = await this.#resolve(peer);
+    if (typeof th !== "string" || th === "") {
+      throw new TypeError("markRead: th must be a non-empty string");
+    }
+    if (!(await this.#store.thread(key, th))) {
+      throw new Error(`markRead: no thread ${th} with ${key}`);
+    }
+    await this.#touchThread(key, th, { read: true });
+    (await this.#threadActors.get(`${key} ${th}`))?.send({ type: "READ" });
+  }
+
+  /**
    * A stream of events from now on (the first stream also gets those that
    * happened since open). Ends when the peer closes, or on `break`.
    *
@@ -777,6 +871,20 @@ export class Peer {
       await Promise.allSettled([...this.#inflight]);
     }
     await this.#threadWrites;
+    await this.#flushLog().catch(() => {});
+    for (
+      const actors of [
+        this.#threadActors,
+        this.#outBlobs,
+        this.#inBlobs,
+      ] as Map<
+        string,
+        Promise<{ stop(): void }>
+      >[]
+    ) {
+      for (const p of actors.values()) (await p.catch(() => undefined))?.stop();
+      actors.clear();
+    }
     this.#store.close();
     for (const q of [...this.#subs]) q.close();
     this.#subs.clear();
@@ -898,7 +1006,7 @@ export class Peer {
   #touchThread(
     peer: string,
     th: string,
-    change: { subject?: string; mine?: ThreadRecord["mine"] },
+    change: { subject?: string; mine?: ThreadRecord["mine"]; read?: boolean },
   ): Promise<void> {
     const run = this.#threadWrites.then(async () => {
       const now = timestamp();
@@ -908,21 +1016,12 @@ export class Peer {
         record.subject = change.subject;
       }
       if (change.mine) record.mine = change.mine;
+      if (change.read) record.unread = 0;
       record.updated = now;
       await this.#store.putThread(record);
     });
     this.#threadWrites = run.catch(() => {});
     return run;
-  }
-
-  async #flushGrants(key: string): Promise<void> {
-    const conn = this.#sup.connection(key);
-    if (!conn || conn.state !== "open") return;
-    const name = `pending_grants:${key}`;
-    const pending = await this.#store.getMeta<Grant[]>(name) ?? [];
-    if (pending.length === 0) return;
-    for (const grant of pending) conn.sendLine({ t: "grant", grant });
-    await this.#store.setMeta<Grant[]>(name, []);
   }
 
   #onSupervisorEvent(e: SupervisorEvent): void {
@@ -937,13 +1036,14 @@ export class Peer {
           remoteAddr: e.remoteAddr,
           ...(e.name !== undefined ? { name: e.name } : {}),
         });
-        if (!this.#closing) {
-          void this.#flushGrants(e.peer).catch((error) =>
-            this.#localError(e.peer, "grant", oneLine(error))
-          );
-        }
         break;
       case "disconnected":
+        for (const blobs of [this.#outBlobs, this.#inBlobs]) {
+          for (const [id, p] of blobs) {
+            if (!id.startsWith(`${e.peer} `)) continue;
+            void p.then((a) => a.send({ type: "DISCONNECTED" }), () => {});
+          }
+        }
         this.#emit({
           type: "disconnected",
           peer: e.peer,
@@ -963,6 +1063,159 @@ export class Peer {
     }
   }
 
+  // ---- actors: one per thread, one per blob transfer ----
+
+  /** Where a peer's threads and transfers hang in the inspector's tree. */
+  #parentId(peer: string): string {
+    return (this.#sup.connection(peer)?.actor ?? this.#sup.actor).sessionId;
+  }
+
+  #actorOptions(): { inspect?: InspectionHub["observer"] } {
+    return this.#o.inspect ? { inspect: this.#o.inspect.observer } : {};
+  }
+
+  /**
+   * The thread's actor, created on first use from its stored record. Held
+   * in a Map rather than spawned as children of one machine: xstate copies
+   * a parent's children on each change, quadratic over many threads.
+   */
+  #threadActor(peer: string, th: string): Promise<ThreadActor> {
+    const id = `${peer} ${th}`;
+    let actor = this.#threadActors.get(id);
+    if (actor) return actor;
+    actor = (async () => {
+      const record = await this.#store.thread(peer, th);
+      const a = createActor(threadMachine, {
+        input: { peer, th, ...(record ? { record } : {}) },
+        ...this.#actorOptions(),
+      });
+      this.#o.inspect?.register(a, {
+        kind: "thread",
+        label: `thread ${record?.subject ?? th}`,
+        parentId: this.#parentId(peer),
+      });
+      return a.start();
+    })();
+    this.#threadActors.set(id, actor);
+    actor.catch(() => this.#threadActors.delete(id));
+    return actor;
+  }
+
+  /**
+   * Feeds a durable msg or state line to its thread's actor. The store stays
+   * the record's writer (receive counts unread atomically with the commit);
+   * the actor is the thread's behaviour and what the inspector shows.
+   */
+  async #feedThread(
+    peer: string,
+    th: string,
+    event: Parameters<ThreadActor["send"]>[0],
+  ): Promise<void> {
+    if (this.#closing) return;
+    (await this.#threadActor(peer, th)).send(event);
+  }
+
+  /** Starts a transfer actor: progress becomes a Peer event, done leaves the Map. */
+  #startBlob<A extends OutBlobActor | InBlobActor>(
+    blobs: Map<string, Promise<A>>,
+    id: string,
+    actor: A,
+    peer: string,
+    label: string,
+  ): A {
+    this.#o.inspect?.register(actor, {
+      kind: "blob",
+      label,
+      parentId: this.#parentId(peer),
+    });
+    actor.on("progress", (p: BlobProgress) =>
+      this.#emit({
+        type: "progress",
+        peer: p.peer,
+        ts: timestamp(),
+        ref: p.ref,
+        dir: p.dir,
+        bytes: p.bytes,
+        total: p.total,
+        rate: p.rate,
+        status: p.status,
+        ...(p.th !== undefined ? { th: p.th } : {}),
+        ...(p.name !== undefined ? { name: p.name } : {}),
+      }));
+    (actor as OutBlobActor).subscribe({
+      next: (snapshot) => {
+        if (snapshot.status === "done") blobs.delete(id);
+      },
+      error: () => blobs.delete(id),
+    });
+    actor.start();
+    return actor;
+  }
+
+  #outgoingBlob(
+    peer: string,
+    ref: string,
+    input: { th?: string; name?: string; size: number },
+  ): Promise<OutBlobActor> {
+    const id = `${peer} ${ref}`;
+    let actor = this.#outBlobs.get(id);
+    if (actor) return actor;
+    const a = createActor(outgoingBlobMachine, {
+      input: { peer, ref, ...input },
+      ...this.#actorOptions(),
+    });
+    actor = Promise.resolve(
+      this.#startBlob(this.#outBlobs, id, a, peer, `out ${input.name ?? ref}`),
+    );
+    this.#outBlobs.set(id, actor);
+    return actor;
+  }
+
+  #incomingBlob(
+    peer: string,
+    ref: string,
+    sink: BlobSink,
+  ): Promise<InBlobActor> {
+    const id = `${peer} ${ref}`;
+    let actor = this.#inBlobs.get(id);
+    if (actor) return actor;
+    const record = sink.record;
+    const a = createActor(incomingBlobMachine, {
+      input: {
+        peer,
+        ref,
+        ...(record.th !== undefined ? { th: record.th } : {}),
+        ...(record.name !== undefined ? { name: record.name } : {}),
+        total: sink.size,
+        bytes: sink.bytes,
+      },
+      ...this.#actorOptions(),
+    });
+    actor = Promise.resolve(
+      this.#startBlob(this.#inBlobs, id, a, peer, `in ${record.name ?? ref}`),
+    );
+    this.#inBlobs.set(id, actor);
+    return actor;
+  }
+
+  /** A chunk line was written: its transfer (resumed from its record) moves. */
+  async #chunkSent(peer: string, entry: OutboxEntry): Promise<void> {
+    const event = chunkSentEvent(entry);
+    const ref = entry.fields.ref;
+    if (!event || typeof ref !== "string" || this.#closing) return;
+    let actor = this.#outBlobs.get(`${peer} ${ref}`);
+    if (!actor) {
+      const record = await this.#store.blob(peer, ref, "out");
+      if (!record || record.status !== "active") return;
+      actor = this.#outgoingBlob(peer, ref, {
+        size: record.size,
+        ...(record.th !== undefined ? { th: record.th } : {}),
+        ...(record.name !== undefined ? { name: record.name } : {}),
+      });
+    }
+    (await actor).send(event);
+  }
+
   #localError(peer: string, code: string, detail: string, ref?: string): void {
     this.#emit({
       type: "error",
@@ -975,26 +1228,55 @@ export class Peer {
     });
   }
 
-  /** acks and byes are consumed by the connection: we watch the lines. */
-  #onLine(peer: string | undefined, dir: "in" | "out", raw: string): void {
-    if (dir !== "in" || !peer || raw.length > 4096) return;
-    if (!raw.includes('"ack"') && !raw.includes('"bye"')) return;
+  /**
+   * Every line after the handshake goes to the traffic log, batched (the
+   * received content lines are logged by store.receive, in their commit).
+   */
+  #logLine(peer: string | undefined, dir: "in" | "out", raw: string): void {
+    if (!peer) return;
     let m: Record<string, unknown>;
     try {
       m = JSON.parse(raw);
     } catch {
-      return;
+      return; // a local note, or an unparsable line the connection refused
     }
-    if (m.t === "ack" && typeof m.re === "string") {
-      this.#noteAck(peer, m.re, typeof m.th === "string" ? m.th : undefined);
-    } else if (m.t === "bye") {
-      this.#emit({
-        type: "bye",
-        peer,
-        ts: timestamp(),
-        ...(typeof m.reason === "string" ? { reason: m.reason } : {}),
-      });
+    if (typeof m !== "object" || m === null || typeof m.t !== "string") return;
+    if (dir === "in" && LOGGED_BY_RECEIVE.has(m.t)) return;
+    let line = raw;
+    if (m.t === "chunk") {
+      const { data: _, ...rest } = m;
+      line = JSON.stringify(rest);
     }
+    this.#logBuffer.push({
+      peer,
+      dir,
+      t: m.t,
+      ...(typeof m.id === "string" ? { id: m.id } : {}),
+      ...(typeof m.th === "string" ? { th: m.th } : {}),
+      line,
+      at: Date.now(),
+    });
+    if (!this.#logFlush) {
+      queueMicrotask(() => void this.#flushLog().catch(() => {}));
+    }
+  }
+
+  /** Writes the batched log lines; resolves when all are written. */
+  #flushLog(): Promise<void> {
+    if (!this.#logFlush && this.#logBuffer.length === 0) {
+      return Promise.resolve();
+    }
+    this.#logFlush ??= (async () => {
+      try {
+        while (this.#logBuffer.length > 0) {
+          const batch = this.#logBuffer.splice(0, LOG_BATCH);
+          await this.#store.log(batch);
+        }
+      } finally {
+        this.#logFlush = undefined;
+      }
+    })();
+    return this.#logFlush;
   }
 
   #noteAck(peer: string, id: string, th: string | undefined): void {
@@ -1014,6 +1296,12 @@ export class Peer {
     const spool = this.#spoolByMsg.get(id);
     if (spool) {
       this.#spoolByMsg.delete(id);
+      for (const ref of spool.refs) {
+        void this.#outBlobs.get(`${peer} ${ref}`)?.then(
+          (a) => a.send({ type: "ACKED" }),
+          () => {},
+        );
+      }
       void this.#releaseSpool(spool, "complete");
     }
   }
@@ -1041,6 +1329,16 @@ export class Peer {
 
   async #onThreadLine(d: Delivery): Promise<void> {
     const ts = timestamp();
+    if (d.message.t === "state" || d.message.t === "msg") {
+      const m = d.message as Msg | State;
+      await this.#feedThread(
+        d.peer,
+        m.th,
+        m.t === "msg"
+          ? { type: "MSG_IN", message: m }
+          : { type: "STATE_IN", message: m },
+      );
+    }
     if (d.message.t === "state") {
       const m = d.message as State;
       this.#emit({
@@ -1089,35 +1387,62 @@ export class Peer {
     });
   }
 
-  async #sinkFor(peer: string, ref: string, th?: string): Promise<BlobSink> {
+  /** The sink of an incoming blob, made (or resumed from its record) once. */
+  #sinkFor(peer: string, ref: string, th?: string): Promise<BlobSink> {
     const id = `${peer} ${ref}`;
     let sink = this.#sinks.get(id);
     if (sink) return sink;
-    const record = await this.#store.blob(peer, ref, "in");
-    if (record) {
-      // Picks up a transfer cut by a reconnect or a restart.
-      sink = await BlobSink.resume(record, { maxBytes: this.#maxBlob });
-    } else {
-      sink = await BlobSink.open({
-        peer,
-        ref,
-        dir: `${this.#blobsDir}/${peerDir(peer)}`,
-        th,
-        maxBytes: this.#maxBlob,
-      });
-    }
+    sink = (async () => {
+      const record = await this.#store.blob(peer, ref, "in");
+      // A record picks up a transfer cut by a reconnect or a restart.
+      return record
+        ? await BlobSink.resume(record, { maxBytes: this.#maxBlob })
+        : await BlobSink.open({
+          peer,
+          ref,
+          dir: `${this.#blobsDir}/${peerDir(peer)}`,
+          th,
+          maxBytes: this.#maxBlob,
+        });
+    })();
     this.#sinks.set(id, sink);
+    sink.catch(() => this.#sinks.delete(id));
     return sink;
   }
 
-  async #onChunk(d: Delivery): Promise<void> {
-    const m = d.message as Chunk;
-    const sink = await this.#sinkFor(d.peer, m.ref, m.th);
+  /**
+   * Before received lines count as seen: each chunk's bytes are written and
+   * synced to its sink and the BlobRecord is persisted, so a crash can never
+   * leave a chunk seen (not replayed) but missing from the file.
+   */
+  async #beforeCommit(
+    peer: string,
+    conn: Connection,
+    lines: ReceivedLine[],
+  ): Promise<void> {
+    for (const { message } of lines) {
+      if (message.t === "chunk") await this.#takeChunk(peer, conn, message);
+    }
+  }
+
+  async #takeChunk(peer: string, conn: Connection, m: Chunk): Promise<void> {
+    const sink = await this.#sinkFor(peer, m.ref, m.th);
     const result = await sink.write(m);
+    if (
+      result.kind === "error" &&
+      (result.code === "out_of_order" || result.code === "after_complete")
+    ) {
+      // The sink has it already: a replay of a chunk written before a crash
+      // (or a reconnect) but not committed as seen. A duplicate, not an error.
+      return;
+    }
     await this.#store.putBlob(sink.record);
+    const event = sinkEvent(result);
+    const actor = this.#incomingBlob(peer, m.ref, sink);
+    if (event) void actor.then((a) => a.send(event), () => {});
     if (result.kind === "refused") {
       if (!result.repeat) {
-        d.connection.sendLine({
+        conn.sendLine({
           t: "err",
           code: "blob_refused",
           detail: result.detail,
@@ -1125,7 +1450,7 @@ export class Peer {
         });
       }
     } else if (result.kind === "error") {
-      this.#localError(d.peer, "blob", result.detail, m.ref);
+      this.#localError(peer, "blob", result.detail, m.ref);
     }
   }
 
@@ -1138,7 +1463,7 @@ export class Peer {
       ...(part.mime !== undefined ? { mime: part.mime } : {}),
     };
     const id = `${d.peer} ${part.ref}`;
-    let sink = this.#sinks.get(id);
+    let sink = await this.#sinks.get(id)?.catch(() => undefined);
     if (!sink) {
       const record = await this.#store.blob(d.peer, part.ref, "in");
       if (!record) {
@@ -1155,14 +1480,27 @@ export class Peer {
         }
         return { ...base, detail: "no chunks received" };
       }
-      sink = await BlobSink.resume(record, { maxBytes: this.#maxBlob });
+      sink = await this.#sinkFor(d.peer, part.ref, record.th);
     }
+    const actor = this.#inBlobs.get(`${d.peer} ${part.ref}`);
+    void actor?.then((a) => {
+      if (part.name !== undefined) {
+        this.#o.inspect?.register(a, { label: `in ${part.name}` });
+      }
+      a.send({
+        type: "DESCRIBED",
+        total: part.size,
+        ...(part.name !== undefined ? { name: part.name } : {}),
+      });
+    }, () => {});
     const result = await sink.expect({
       size: part.size,
       name: part.name,
       mime: part.mime,
     });
     await this.#store.putBlob(sink.record);
+    const event = result ? sinkEvent(result) : undefined;
+    if (event) void actor?.then((a) => a.send(event), () => {});
     if (result?.kind === "refused" && !result.repeat) {
       d.connection.sendLine({
         t: "err",
@@ -1205,6 +1543,13 @@ export class Peer {
       ...(m.re !== undefined ? { re: m.re } : {}),
     });
     if (m.code !== "blob_refused" || typeof m.ref !== "string") return;
+    // The transfer stops: its chunks leave the outbox (the msg still goes).
+    await this.#store.dropBlob(d.peer, m.ref);
+    const detail = m.detail ?? "refused by the peer";
+    void this.#outBlobs.get(`${d.peer} ${m.ref}`)?.then(
+      (a) => a.send({ type: "REFUSED", detail }),
+      () => {},
+    );
     const record = await this.#store.blob(d.peer, m.ref, "out");
     // The refusal may come after the msg's ack (it is sent when the chunks
     // are processed), so a transfer already marked complete is refused too.
@@ -1245,9 +1590,13 @@ export class Peer {
     const m = d.message as GrantMsg;
     const verdict = await this.#checkGrant(m.grant);
     if (verdict.ok) {
+      const hash = await grantHash(verdict.grant);
+      // Grant lines are replayed until a later ack: a repeat is not news.
+      const held = await this.#store.grants("held");
+      if (held.some((g) => g.hash === hash)) return;
       await this.#store.putGrant({
         kind: "held",
-        hash: await grantHash(verdict.grant),
+        hash,
         grant: verdict.grant,
         from: d.peer,
         storedAt: Date.now(),

@@ -128,6 +128,28 @@ export interface ByeEvent extends PeerEventBase {
   reason?: string;
 }
 
+/**
+ * A blob transfer moved: emitted by its actor on every chunk and status
+ * change, for progress bars and the inspector.
+ */
+export interface ProgressEvent extends PeerEventBase {
+  type: "progress";
+  /** The blob's ref. */
+  ref: string;
+  /** `in` for a blob we receive, `out` for one we send. */
+  dir: "in" | "out";
+  /** Bytes received or sent so far. */
+  bytes: number;
+  /** Total size in bytes; -1 while unknown (chunks precede the msg). */
+  total: number;
+  /** Bytes per second over the current run of chunks; 0 when unknown. */
+  rate: number;
+  /** The transfer's state: queued, sending, awaitingAck, receiving, done, complete, refused or failed. */
+  status: string;
+  th?: string;
+  name?: string;
+}
+
 /** Everything {@link Peer.events} yields. */
 export type PeerEvent =
   | ConnectedEvent
@@ -139,7 +161,8 @@ export type PeerEvent =
   | GrantEvent
   | IntroducedEvent
   | PeerErrorEvent
-  | ByeEvent;
+  | ByeEvent
+  | ProgressEvent;
 
 /** The `type` of a {@link PeerEvent}. */
 export type PeerEventType = PeerEvent["type"];

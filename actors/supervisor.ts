@@ -32,8 +32,20 @@
  * @module
  */
 
-import { type Actor, assign, createActor, setup } from "xstate";
-import { Connection, type RemoteHello } from "./connection.ts";
+import {
+  type Actor,
+  type AnyActorRef,
+  assign,
+  createActor,
+  type InspectionEvent,
+  type Observer,
+  setup,
+} from "xstate";
+import {
+  Connection,
+  type ReceivedLine,
+  type RemoteHello,
+} from "./connection.ts";
 import type { ConnectionTimeouts } from "./connection_machine.ts";
 import { Dialer } from "./dialer.ts";
 import type { DialerTiming } from "./dialer_machine.ts";
@@ -102,6 +114,21 @@ export type SupervisorEvent =
   | { type: "handler_error"; peer: string; t: string; error: string }
   | { type: "connection_failed"; peer?: string; error: string };
 
+/**
+ * Where actors are shown when inspection is on: `InspectionHub` from
+ * inspector/inspection_hub.ts fits (structural, so actors/ need not import
+ * the inspector).
+ */
+export interface ActorInspection {
+  /** Passed as `createActor(logic, { inspect })`. */
+  readonly observer: Observer<InspectionEvent>;
+  /** Names an actor and its logical parent in the tree. */
+  register(
+    actor: AnyActorRef,
+    options?: { kind?: string; label?: string; parentId?: string },
+  ): void;
+}
+
 /** Options of {@link Supervisor}. */
 export interface SupervisorOptions {
   signer: Signer;
@@ -131,6 +158,20 @@ export interface SupervisorOptions {
   onEvent?(event: SupervisorEvent): void;
   /** Every line in and out, for a log or an inspector. */
   onLine?(peer: string | undefined, dir: "in" | "out", raw: string): void;
+  /** Awaited before received content lines commit (see ConnectionOptions). */
+  beforeCommit?(
+    peer: string,
+    conn: Connection,
+    lines: ReceivedLine[],
+  ): Promise<void>;
+  /** An ack of ours arrived (after the store dropped the entry). */
+  onAck?(peer: string, ack: { re: string; th?: string }): void;
+  /** The peer said bye. */
+  onBye?(peer: string, reason?: string): void;
+  /** An outboxed entry was written on a connection to `peer`. */
+  onSent?(peer: string, entry: OutboxEntry): void;
+  /** Inspection: off unless given (no observer is passed at all then). */
+  inspect?: ActorInspection;
 }
 
 /** Counts the supervisor's chart keeps. */
@@ -265,7 +306,12 @@ export class Supervisor {
   constructor(options: SupervisorOptions) {
     this.#o = options;
     this.key = options.signer.key;
-    this.actor = createActor(supervisorMachine);
+    const inspect = options.inspect;
+    this.actor = createActor(
+      supervisorMachine,
+      inspect ? { inspect: inspect.observer } : {},
+    );
+    inspect?.register(this.actor, { kind: "supervisor", label: "supervisor" });
   }
 
   /** Starts the chart. */
@@ -497,6 +543,11 @@ export class Supervisor {
         this.#emit({ type: "dialer", peer, state, attempt }),
     });
     this.#dialers.set(peer, dialer);
+    this.#o.inspect?.register(dialer.actor, {
+      kind: "dialer",
+      label: `dialer ${peer.slice(0, 16)}`,
+      parentId: this.actor.sessionId,
+    });
     dialer.start();
     return dialer;
   }
@@ -520,6 +571,26 @@ export class Supervisor {
       timeouts: this.#o.timeouts,
       admit: this.#o.admit,
       onAuthenticated: (c) => this.#activate(c),
+      beforeCommit: this.#o.beforeCommit
+        ? (c, lines) => this.#o.beforeCommit!(c.remote!.key, c, lines)
+        : undefined,
+      onAck: this.#o.onAck
+        ? (c, ack) => this.#o.onAck!(c.remote!.key, ack)
+        : undefined,
+      onBye: this.#o.onBye
+        ? (c, reason) => {
+          if (c.remote) this.#o.onBye!(c.remote.key, reason);
+        }
+        : undefined,
+      onSent: this.#o.onSent
+        ? (c, entry) => this.#o.onSent!(c.remote!.key, entry)
+        : undefined,
+      ...(this.#o.inspect
+        ? {
+          inspect: (e: unknown) =>
+            this.#o.inspect!.observer.next?.(e as InspectionEvent),
+        }
+        : {}),
       onDeliver: (c, lines) => {
         for (const line of lines) this.#route(c, line.message, line.raw);
       },
@@ -530,6 +601,11 @@ export class Supervisor {
       onClosed: (c, reason) => this.#closed(c, reason, transport.remoteAddr),
     });
     this.#connections.add(conn);
+    this.#o.inspect?.register(conn.actor, {
+      kind: "connection",
+      label: `${dialed ? "to" : "from"} ${transport.remoteAddr}`,
+      parentId: this.actor.sessionId,
+    });
     this.#send({ type: "CONNECTION_STARTED" });
     // The connection's own actor failing is a child failure: survive it.
     conn.actor.subscribe({
@@ -597,6 +673,9 @@ export class Supervisor {
   #established(conn: Connection, remote: RemoteHello, remoteAddr: string) {
     const peer = remote.key;
     if (this.#active.get(peer)?.conn !== conn) return;
+    this.#o.inspect?.register(conn.actor, {
+      label: `peer ${remote.name ?? peer.slice(0, 16)}`,
+    });
     this.#emit({
       type: "connected",
       peer,

@@ -28,6 +28,7 @@
  * | `["ob", pk, id]` | outbox entry record (without `peer`) |
  * | `["obt", pk, tk, id]` | `{ t, q, n }` thread index of the outbox (threaded only) |
  * | `["obq", queuedAt, pk, id]` | `{ tk, n }` retention index of the outbox |
+ * | `["obx", pk, id]` | `{ tk, q, n }` never-acked grant and introduce entries |
  * | `["rx", pk, tk, ik]` | receive time: dedup of received content lines |
  * | `["rxq", at, pk, tk, ik]` | the id: retention index of `rx` |
  * | `["seen", pk, tk]` | `{ th?, id?, floor? }` last received id; dedup watermark |
@@ -44,7 +45,8 @@
  * ## Bounded indexes
  *
  * Outbox entries leave on ack (cumulatively for chunks and introductions of
- * the thread), on replay when the remote's `seen` covers them, or on
+ * the thread, and for grants and introductions to the peer in any thread,
+ * see {@link Store.acked}), on {@link KvStore.dropBlob}, on replay when the remote's `seen` covers them, or on
  * {@link KvStore.expireOutbox}. The same `expireOutbox(olderThan)` compacts
  * dedup: exact received ids older than `olderThan` are forgotten and the
  * thread's `floor` rises to the highest of them; afterwards an id at or below
@@ -84,7 +86,9 @@ export type Key = readonly KeyPart[];
 
 /** One write of an atomic commit; `value: undefined` deletes the key. */
 export interface Mutation {
+  /** The key to write. */
   key: Key;
+  /** The value to store; undefined deletes the key. */
   value: unknown;
 }
 
@@ -109,6 +113,7 @@ export interface KvBackend {
   list(range: KeyRange): AsyncIterable<{ key: Key; value: unknown }>;
   /** Applies all mutations atomically, or throws. */
   commit(mutations: Mutation[]): Promise<void>;
+  /** Releases the store; nothing may be called after. */
   close(): void;
 }
 
@@ -471,6 +476,8 @@ interface SeenRecord {
 }
 
 const OUTBOX_CUMULATIVE_KEEP: ReadonlySet<string> = new Set(["msg", "state"]);
+/** Outboxed lines the remote never acks: dropped by a later ack (acked). */
+const NEVER_ACKED: ReadonlySet<string> = new Set(["grant", "introduce"]);
 
 /**
  * The {@link Store} on Deno KV (or any {@link KvBackend}). Single writer:
@@ -727,6 +734,9 @@ export class KvStore implements Store {
           tx.set(["obt", pk, tk, e.id], { t: e.t, q: e.queuedAt, n });
         }
         tx.set(["obq", e.queuedAt, pk, e.id], { tk, n });
+        if (NEVER_ACKED.has(e.t)) {
+          tx.set(["obx", pk, e.id], { tk, q: e.queuedAt, n });
+        }
         tx.set(LAST_ID, e.id);
         tx.cut();
       }
@@ -824,6 +834,7 @@ export class KvStore implements Store {
     await tx.deleteRecord(["ob", pk, id], parts);
     if (tk !== null) tx.delete(["obt", pk, tk, id]);
     tx.delete(["obq", q, pk, id]);
+    tx.delete(["obx", pk, id]);
     tx.cut();
   }
 
@@ -859,7 +870,40 @@ export class KvStore implements Store {
           }
         }
       }
+      // Ordered stream, one connection per peer: a later line's ack proves
+      // the earlier grants and introductions to this peer arrived too.
+      const range = { start: ["obx", pk], end: ["obx", pk, id] };
+      for await (const { key, value } of this.#backend.list(range)) {
+        const m = value as { tk: string | null; q: number; n: number };
+        await this.#dropEntry(tx, pk, key[2] as string, m.tk, m.q, m.n);
+      }
       return true;
+    });
+  }
+
+  /** Removes the outbox chunk entries of `ref` to `peer` (refused blob). */
+  dropBlob(peer: string, ref: string): Promise<number> {
+    try {
+      requireText(peer, "dropBlob: peer");
+      requireText(ref, "dropBlob: ref");
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const pk = keyText(peer);
+    return this.#submit(true, async (tx) => {
+      let count = 0;
+      for await (
+        const { value, parts } of listRecords(this.#backend, {
+          prefix: ["ob", pk],
+        }, 3)
+      ) {
+        const e = value as StoredEntry;
+        if (e.t !== "chunk" || e.fields.ref !== ref) continue;
+        const tk = e.th === undefined ? null : threadKey(e.th);
+        await this.#dropEntry(tx, pk, e.id, tk, e.queuedAt, parts);
+        count++;
+      }
+      return count;
     });
   }
 
@@ -1023,10 +1067,12 @@ export class KvStore implements Store {
     );
   }
 
+  /** The record of thread `th` with `peer`, or undefined. */
   thread(peer: string, th: string): Promise<ThreadRecord | undefined> {
     return this.#read<ThreadRecord>(["thr", keyText(peer), threadKey(th)]);
   }
 
+  /** Stores a thread record, replacing the previous one. */
   putThread(record: ThreadRecord): Promise<void> {
     try {
       requireText(record?.peer, "putThread: peer");
@@ -1082,6 +1128,7 @@ export class KvStore implements Store {
     tx.set(LOG_SEQ, seq);
   }
 
+  /** Log entries in `seq` order, filtered by `query`. */
   async readLog(query: LogQuery = {}): Promise<LogEntry[]> {
     const limit = query.limit ?? Infinity;
     const start = query.after === undefined
@@ -1121,14 +1168,17 @@ export class KvStore implements Store {
     return out;
   }
 
+  /** Every known peer. */
   peers(): Promise<PeerRecord[]> {
     return this.#collect<PeerRecord>(["peer"], 2);
   }
 
+  /** The record of the peer with this key, or undefined. */
   peer(key: string): Promise<PeerRecord | undefined> {
     return this.#read<PeerRecord>(["peer", keyText(key)]);
   }
 
+  /** Stores a peer record, replacing the previous one. */
   putPeer(record: PeerRecord): Promise<void> {
     try {
       requireText(record?.key, "putPeer: key");
@@ -1138,6 +1188,7 @@ export class KvStore implements Store {
     return this.#put(["peer", keyText(record.key)], record);
   }
 
+  /** Stores a grant under its hash. */
   putGrant(record: GrantRecord): Promise<void> {
     try {
       if (!["issued", "held", "presented"].includes(record?.kind)) {
@@ -1150,6 +1201,7 @@ export class KvStore implements Store {
     return this.#put(["grant", record.kind, keyText(record.hash)], record);
   }
 
+  /** Stored grants, optionally of one kind. */
   grants(kind?: GrantKind): Promise<GrantRecord[]> {
     return this.#collect<GrantRecord>(
       kind === undefined ? ["grant"] : ["grant", kind],
@@ -1157,15 +1209,18 @@ export class KvStore implements Store {
     );
   }
 
+  /** Marks the grant with this hash as revoked. */
   revoke(hash: string): Promise<void> {
     const key: Key = ["revoked", keyText(requireText(hash, "revoke: hash"))];
     return this.#submit(false, (tx) => tx.set(key, Date.now()));
   }
 
+  /** Whether the grant with this hash was revoked. */
   async isRevoked(hash: string): Promise<boolean> {
     return (await this.#backend.get(["revoked", keyText(hash)])) !== undefined;
   }
 
+  /** Stores a blob transfer record, replacing the previous one. */
   putBlob(record: BlobRecord): Promise<void> {
     try {
       requireText(record?.peer, "putBlob: peer");
@@ -1184,6 +1239,9 @@ export class KvStore implements Store {
     ], record);
   }
 
+  /**
+   * The transfer record of `ref` with `peer` in direction `dir`, or undefined.
+   */
   blob(
     peer: string,
     ref: string,
@@ -1192,6 +1250,7 @@ export class KvStore implements Store {
     return this.#read<BlobRecord>(["blob", keyText(peer), dir, keyText(ref)]);
   }
 
+  /** Blob transfer records, optionally for one peer. */
   blobs(peer?: string): Promise<BlobRecord[]> {
     return this.#collect<BlobRecord>(
       peer === undefined ? ["blob"] : ["blob", keyText(peer)],
@@ -1203,6 +1262,7 @@ export class KvStore implements Store {
     return this.#read<T>(["meta", keyText(name)]);
   }
 
+  /** Persists a small value under `name`; undefined deletes it. */
   setMeta<T>(name: string, value: T): Promise<void> {
     const key: Key = ["meta", keyText(requireText(name, "setMeta: name"))];
     if (value === undefined) {

@@ -9,6 +9,12 @@
  * - a received content line is committed before it is acked, and a line
  *   received twice is reported as a duplicate (acked again, not delivered);
  * - `seen` only counts content lines (msg, state, chunk, introduce, mirror).
+ * - grant and introduce lines are outboxed and replayed like content, but
+ *   the remote never acks them; one leaves the outbox when the remote acks
+ *   any later msg or state of the same peer, in any thread: the stream is
+ *   ordered and there is one active connection per peer, so a later line's
+ *   ack proves the earlier line arrived. Until then it keeps the peer
+ *   "wanted" (redialed) and is replayed on every resume.
  *
  * @module
  */
@@ -20,7 +26,9 @@ export type Direction = "in" | "out";
 
 /** A thread's soft state as one side last reported it. */
 export interface SideState {
+  /** The soft-state word (`working`, `done`, ...). */
   state: string;
+  /** The optional note sent with it. */
   note?: string;
   /** RFC 3339 time the state was set. */
   ts: string;
@@ -28,15 +36,21 @@ export interface SideState {
 
 /** One thread with one remote peer. */
 export interface ThreadRecord {
+  /** The remote peer's key. */
   peer: string;
+  /** The thread id. */
   th: string;
+  /** The subject of the thread's first msg. */
   subject?: string;
   /** Our own state. */
   mine?: SideState;
   /** The remote peer's state, as last heard. */
   theirs?: SideState;
+  /** RFC 3339 time the thread was created here. */
   created: string;
+  /** RFC 3339 local time of the last change (for retention). */
   updated: string;
+  /** Received msgs the application has not read yet. */
   unread: number;
 }
 
@@ -44,7 +58,9 @@ export interface ThreadRecord {
 export interface ChunkSource {
   /** Path of the spooled (snapshotted) file. */
   path: string;
+  /** Byte offset of the chunk in the file. */
   offset: number;
+  /** Length of the chunk in bytes. */
   length: number;
 }
 
@@ -56,17 +72,25 @@ export interface ChunkSource {
 export interface OutboxDraft {
   /** Message fields other than `id` and `ts`; must include `t`. */
   fields: Record<string, unknown> & { t: string; th?: string };
+  /** For a chunk: where its bytes are. */
   chunk?: ChunkSource;
 }
 
 /** An outbox line as stored, with its allocated id and timestamp. */
 export interface OutboxEntry {
+  /** The remote peer's key. */
   peer: string;
+  /** The line's id. */
   id: string;
+  /** The line's timestamp. */
   ts: string;
+  /** The line's type. */
   t: string;
+  /** The line's thread, when it has one. */
   th?: string;
+  /** The message without `id` and `ts`. */
   fields: Record<string, unknown> & { t: string };
+  /** For a chunk: where its bytes are. */
   chunk?: ChunkSource;
   /** Time the entry was enqueued, ms since the epoch (for retention). */
   queuedAt: number;
@@ -74,8 +98,11 @@ export interface OutboxEntry {
 
 /** A received content line, to be committed before its ack. */
 export interface IncomingLine {
+  /** The line's id. */
   id: string;
+  /** The line's type. */
   t: string;
+  /** The line's thread, when it has one. */
   th?: string;
   /** The parsed line. */
   message: Record<string, unknown>;
@@ -85,6 +112,7 @@ export interface IncomingLine {
 
 /** What happened to one received line. */
 export interface ReceiveOutcome {
+  /** The line's id. */
   id: string;
   /** True when this id was already received from this peer. */
   duplicate: boolean;
@@ -94,10 +122,15 @@ export interface ReceiveOutcome {
 export interface LogEntry {
   /** Position in the log, strictly increasing. */
   seq: number;
+  /** The remote peer's key. */
   peer: string;
+  /** Whether the line was received or sent. */
   dir: Direction;
+  /** The line's type. */
   t: string;
+  /** The line's id, when it has one. */
   id?: string;
+  /** The line's thread, when it has one. */
   th?: string;
   /** The line without the newline (chunk data elided). */
   line: string;
@@ -107,16 +140,23 @@ export interface LogEntry {
 
 /** A peer we know: its key, what it calls itself, where it can be reached. */
 export interface PeerRecord {
+  /** The peer's key (`ed25519:...`). */
   key: string;
+  /** The name the peer gave in hello. */
   name?: string;
+  /** Our local name for the peer. */
   alias?: string;
+  /** The peer's self-description from hello. */
   about?: string;
   /** Known addresses, newest first. */
   addresses: string[];
   /** We dialed this peer at least once (admission: keys we dialed). */
   dialed?: boolean;
+  /** Capabilities the peer last announced. */
   caps?: string[];
+  /** ms since the epoch we first saw the peer. */
   firstSeen: number;
+  /** ms since the epoch we last saw the peer. */
   lastSeen: number;
 }
 
@@ -125,40 +165,57 @@ export type GrantKind = "issued" | "held" | "presented";
 
 /** A stored grant and its hash. */
 export interface GrantRecord {
+  /** Whether we issued, hold or were shown the grant. */
   kind: GrantKind;
+  /** The grant's hash (see `grantHash`). */
   hash: string;
+  /** The grant itself. */
   grant: Grant;
   /** For presented grants: the key that presented it. */
   from?: string;
+  /** ms since the epoch the record was stored. */
   storedAt: number;
 }
 
 /** A blob transfer, in either direction. */
 export interface BlobRecord {
+  /** The remote peer's key. */
   peer: string;
+  /** The blob's ref. */
   ref: string;
+  /** Whether we receive (`in`) or send (`out`) it. */
   dir: Direction;
+  /** The thread of the msg that names the blob. */
   th?: string;
+  /** The blob's file name. */
   name?: string;
+  /** The blob's media type. */
   mime?: string;
+  /** Size in bytes. */
   size: number;
   /** Bytes done so far (received, or sent). */
   bytes: number;
   /** Next chunk index expected (in) or to send (out). */
   next: number;
+  /** Where the transfer stands. */
   status: "active" | "complete" | "refused" | "failed";
   /** Spool (out), temp file (in) or final path (in, complete). */
   path: string;
+  /** Lowercase hex sha256, once complete. */
   sha256?: string;
+  /** ms since the epoch of the last change. */
   updated: number;
 }
 
 /** Options of {@link Store.readLog}. */
 export interface LogQuery {
+  /** Only this peer's entries. */
   peer?: string;
+  /** Only this thread's entries. */
   th?: string;
   /** Only entries with `seq` greater than this. */
   after?: number;
+  /** At most this many entries. */
   limit?: number;
 }
 
@@ -192,11 +249,19 @@ export interface Store {
   replay(peer: string, seen: Record<string, string>): Promise<OutboxEntry[]>;
 
   /**
-   * Handles an ack of `id` in thread `th`: removes that entry and the earlier
-   * never-acked non-msg/state lines of the same thread. Returns true when
+   * Handles an ack of `id` in thread `th`: removes that entry, the earlier
+   * never-acked non-msg/state lines of the same thread, and the earlier
+   * grant and introduce lines to `peer` in any thread. Returns true when
    * the id was in the outbox.
    */
   acked(peer: string, th: string | undefined, id: string): Promise<boolean>;
+
+  /**
+   * Removes the chunk entries of blob `ref` still in `peer`'s outbox (the
+   * remote refused it): the transfer stops, the msg naming it still goes.
+   * Resolves with the number of entries removed.
+   */
+  dropBlob(peer: string, ref: string): Promise<number>;
 
   /** Removes outbox entries queued before `olderThan` (ms since epoch). */
   expireOutbox(olderThan: number): Promise<number>;
@@ -212,33 +277,50 @@ export interface Store {
 
   /** Thread records, optionally for one peer. */
   threads(peer?: string): Promise<ThreadRecord[]>;
+  /** The record of thread `th` with `peer`, or undefined. */
   thread(peer: string, th: string): Promise<ThreadRecord | undefined>;
+  /** Stores a thread record, replacing the previous one. */
   putThread(record: ThreadRecord): Promise<void>;
 
   /** Appends lines to the traffic log (batched by the caller). */
   log(entries: Omit<LogEntry, "seq">[]): Promise<void>;
+  /** Log entries in `seq` order, filtered by `query`. */
   readLog(query?: LogQuery): Promise<LogEntry[]>;
 
+  /** Every known peer. */
   peers(): Promise<PeerRecord[]>;
+  /** The record of the peer with this key, or undefined. */
   peer(key: string): Promise<PeerRecord | undefined>;
+  /** Stores a peer record, replacing the previous one. */
   putPeer(record: PeerRecord): Promise<void>;
 
+  /** Stores a grant under its hash. */
   putGrant(record: GrantRecord): Promise<void>;
+  /** Stored grants, optionally of one kind. */
   grants(kind?: GrantKind): Promise<GrantRecord[]>;
+  /** Marks the grant with this hash as revoked. */
   revoke(hash: string): Promise<void>;
+  /** Whether the grant with this hash was revoked. */
   isRevoked(hash: string): Promise<boolean>;
 
+  /** Stores a blob transfer record, replacing the previous one. */
   putBlob(record: BlobRecord): Promise<void>;
+  /**
+   * The transfer record of `ref` with `peer` in direction `dir`, or undefined.
+   */
   blob(
     peer: string,
     ref: string,
     dir: Direction,
   ): Promise<BlobRecord | undefined>;
+  /** Blob transfer records, optionally for one peer. */
   blobs(peer?: string): Promise<BlobRecord[]>;
 
   /** A small persisted value (counters such as presence seq, config). */
   getMeta<T>(name: string): Promise<T | undefined>;
+  /** Persists a small value under `name`; undefined deletes it. */
   setMeta<T>(name: string, value: T): Promise<void>;
 
+  /** Releases the store; nothing may be called after. */
   close(): void;
 }

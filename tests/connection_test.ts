@@ -395,7 +395,8 @@ Deno.test("bye handshake: both sides close with reasons", async () => {
     await Promise.all([a.conn.established, b.conn.established]);
     await a.conn.bye("done");
     assert.equal(await a.conn.closed, "bye");
-    assert.equal(await b.conn.closed, "peer said bye");
+    // The bye carries our reason (SPEC 9.6).
+    assert.equal(await b.conn.closed, "peer said bye: done");
     assert.equal(a.conn.state, "closed");
     const out = a.lines.filter((l) => l.dir === "out");
     assert.match(out.at(-1)!.raw, /^\{"t":"bye"/);

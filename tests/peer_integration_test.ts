@@ -1,0 +1,201 @@
+/**
+ * The Peer's integration of durability, actors and inspection, over real
+ * unix sockets and Deno KV files in temp dirs: reliable grant lines, the
+ * traffic log and mark-read, thread and blob actors with progress events,
+ * refused blobs leaving the outbox, and the inspection hub's actor tree.
+ */
+import assert from "node:assert/strict";
+import { Peer, type PeerOptions } from "../actors/peer.ts";
+import type { PeerEvent } from "../actors/peer_events.ts";
+import { InspectionHub } from "../inspector/inspection_hub.ts";
+
+const FAST: Partial<PeerOptions> = {
+  timeouts: { pingInterval: 0, bye: 1000 },
+  dialer: { timing: { baseMs: 50, capMs: 200 }, random: () => 0.5 },
+};
+
+class Events {
+  readonly list: PeerEvent[] = [];
+  constructor(peer: Peer) {
+    const it = peer.events();
+    void (async () => {
+      for await (const e of it) this.list.push(e);
+    })();
+  }
+  of<T extends PeerEvent["type"]>(type: T): Extract<PeerEvent, { type: T }>[] {
+    return this.list.filter((e) => e.type === type) as Extract<
+      PeerEvent,
+      { type: T }
+    >[];
+  }
+  async until(check: () => boolean, what: string, ms = 10_000): Promise<void> {
+    const start = Date.now();
+    while (!check()) {
+      if (Date.now() - start > ms) {
+        throw new Error(
+          `timed out waiting for ${what}; events: ${
+            this.list.map((e) => e.type).join(",")
+          }`,
+        );
+      }
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+}
+
+async function pair(dir: string, extra: Partial<PeerOptions> = {}) {
+  const a = await Peer.open({ home: `${dir}/a`, name: "alice", ...FAST });
+  const b = await Peer.open({
+    home: `${dir}/b`,
+    name: "bob",
+    ...FAST,
+    ...extra,
+  });
+  const ae = new Events(a);
+  const be = new Events(b);
+  const addr = await b.listen(`unix:${dir}/b.sock`);
+  await a.connect(addr);
+  return { a, b, ae, be, addr };
+}
+
+Deno.test("a grant to an away peer is outboxed, replayed on reconnect, and dropped after a later ack", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "awp-int-" });
+  let { a, b, be } = await pair(dir);
+  const bKey = b.key;
+  try {
+    await b.close();
+    // b is away: the grant waits in a's outbox.
+    const grant = await a.grant(bKey, ["chat"], { ttlMs: 60_000 });
+    assert.deepEqual(
+      (await a.store.outbox(bKey)).map((e) => e.t),
+      ["grant"],
+    );
+    b = await Peer.open({ home: `${dir}/b`, name: "bob", ...FAST });
+    be = new Events(b);
+    await b.listen(`unix:${dir}/b.sock`);
+    await be.until(() => be.of("grant").length === 1, "the replayed grant");
+    const got = be.of("grant")[0];
+    assert.equal(got.valid, true, got.reason);
+    assert.deepEqual(got.grant, grant);
+    // Never acked: still outboxed until a later line is acked.
+    assert.equal((await a.store.outbox(bKey)).length, 1);
+    const { id } = await a.send(bKey, "after the grant");
+    await a.waitAck(id, { timeoutMs: 5000 });
+    assert.deepEqual(await a.store.outbox(bKey), []);
+    assert.equal(be.of("grant").length, 1, "no second grant event");
+  } finally {
+    await a.close();
+    await b.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the traffic log pages through lines in and out; markRead clears unread; bye carries its reason", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "awp-int-" });
+  const { a, b, ae, be } = await pair(dir);
+  try {
+    const { id, th } = await a.send(b.key, "hello bob", { subject: "Hi" });
+    await a.waitAck(id, { timeoutMs: 5000 });
+    await be.until(() => be.of("message").length === 1, "the msg");
+    const aLog = await a.log({ peer: b.key, th });
+    assert.deepEqual(
+      aLog.map((e) => `${e.dir} ${e.t}`),
+      ["out msg", "in ack"],
+    );
+    assert.equal(JSON.parse(aLog[1].line).re, id);
+    const bLog = await b.log({ peer: a.key });
+    assert.ok(bLog.some((e) => e.dir === "in" && e.t === "msg" && e.id === id));
+    assert.ok(bLog.some((e) => e.dir === "out" && e.t === "ack"));
+    const after = await b.log({ after: bLog[bLog.length - 1].seq });
+    assert.deepEqual(after, []);
+
+    assert.equal((await b.store.thread(a.key, th))?.unread, 1);
+    await b.markRead(a.key, th);
+    assert.equal((await b.store.thread(a.key, th))?.unread, 0);
+    await assert.rejects(() => b.markRead(a.key, "nope"), /no thread nope/);
+
+    await a.bye(b.key, "see you");
+    await be.until(() => be.of("bye").length === 1, "bye");
+    assert.equal(be.of("bye")[0].reason, "see you");
+    assert.ok(ae.of("acked").some((e) => e.id === id));
+  } finally {
+    await a.close();
+    await b.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("blob transfers report progress from their actors; a refused blob leaves the outbox", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "awp-int-" });
+  const hub = new InspectionHub();
+  const { a, b, ae, be } = await pair(dir, { maxBlobBytes: 100_000 });
+  // a third peer with the hub, to see the actor tree
+  const c = await Peer.open({
+    home: `${dir}/c`,
+    name: "carol",
+    ...FAST,
+    inspect: hub,
+  });
+  try {
+    const small = `${dir}/small.txt`;
+    const big = `${dir}/big.bin`;
+    await Deno.writeFile(small, new Uint8Array(70_000).fill(7));
+    await Deno.writeFile(big, new Uint8Array(300_000).fill(9));
+
+    const ok = await a.send(b.key, "small", { files: [small] });
+    await a.waitAck(ok.id, { timeoutMs: 5000 });
+    await ae.until(
+      () => ae.of("progress").some((p) => p.status === "done"),
+      "out done",
+    );
+    await be.until(
+      () => be.of("progress").some((p) => p.status === "complete"),
+      "in complete",
+    );
+    const done = ae.of("progress").find((p) => p.status === "done")!;
+    assert.equal(done.dir, "out");
+    assert.equal(done.bytes, 70_000);
+    assert.equal(done.total, 70_000);
+    const complete = be.of("progress").find((p) => p.status === "complete")!;
+    assert.equal(complete.dir, "in");
+    assert.equal(complete.bytes, 70_000);
+
+    const refused = await a.send(b.key, "too big", { files: [big] });
+    await ae.until(
+      () => ae.of("progress").some((p) => p.status === "refused"),
+      "out refused",
+    );
+    const ref = ae.of("progress").find((p) => p.status === "refused")!.ref;
+    await a.waitAck(refused.id, { timeoutMs: 5000 });
+    assert.equal(
+      (await a.store.outbox(b.key)).filter((e) => e.fields.ref === ref).length,
+      0,
+    );
+    assert.equal((await a.store.blob(b.key, ref, "out"))?.status, "refused");
+
+    // The hub sees carol's supervisor, connection and thread and blob actors.
+    const addr = await c.listen(`unix:${dir}/c.sock`);
+    await a.connect(addr);
+    const sent = await a.send(c.key, "to carol", { files: [small] });
+    await a.waitAck(sent.id, { timeoutMs: 5000 });
+    const kinds = () => new Set(hub.actors().map((x) => x.kind));
+    const start = Date.now();
+    while (!["thread", "blob"].every((k) => kinds().has(k))) {
+      if (Date.now() - start > 5000) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    for (const k of ["supervisor", "connection", "thread", "blob"]) {
+      assert.ok(kinds().has(k), `hub has a ${k} actor: ${[...kinds()]}`);
+    }
+    const sup = hub.actors().find((x) => x.kind === "supervisor")!;
+    const conn = hub.actors().find((x) => x.kind === "connection")!;
+    assert.equal(conn.parentId, sup.id);
+    const thread = hub.actors().find((x) => x.kind === "thread")!;
+    assert.equal(thread.parentId, conn.id);
+  } finally {
+    await a.close();
+    await b.close();
+    await c.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
