@@ -501,8 +501,14 @@ Deno.test("auth: a bad signature gets err auth and the connection closes", async
     await raw.hello(peerSigner);
     await raw.auth(peerSigner, true);
     const rest = await raw.untilEof();
-    assert.deepEqual(rest.map((l) => l.t), ["auth", "err"]);
-    assert.equal(rest[1].code, "auth");
+    // Our auth may or may not have gone out before the bad one was verified
+    // (signing is async); either way the last line is the closing err.
+    const types = rest.map((l) => l.t);
+    assert.ok(
+      types.join() === "auth,err" || types.join() === "err",
+      `unexpected lines: ${types.join()}`,
+    );
+    assert.equal(rest.at(-1)?.code, "auth");
     assert.equal(side.conn.remote, undefined);
     await assert.rejects(
       side.conn.established,
