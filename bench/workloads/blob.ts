@@ -1,0 +1,199 @@
+/**
+ * Workload 3: blob transfer. A file of random bytes is sent with the driver's
+ * `blob` command, timed until the receiver reports it complete; the bench
+ * then checks the received file's sha256 itself. Fresh processes each run,
+ * so `VmHWM` (peak RSS) is that transfer's. A second workload sends a
+ * larger file and reports each side's peak RSS over its idle RSS (the
+ * target: under 64 MiB for a 50 MiB file).
+ *
+ * @example
+ * ```ts ignore
+ * import { blobWorkload } from "./blob.ts";
+ * console.log(blobWorkload.name); // blob
+ * ```
+ *
+ * @module
+ */
+
+import { createHash } from "node:crypto";
+import type { BenchContext, Sample, Workload } from "../bench_context.ts";
+import type { JsonProcess, ProcEvent } from "../json_process.ts";
+import { RssSampler } from "../proc_memory.ts";
+
+const MIB = 1024 * 1024;
+/** Both sides accept blobs this big, so the 50 MiB file is not refused. */
+const MAX_BLOB = String(128 * MIB);
+
+/** Writes `bytes` random bytes to `path`; resolves with their sha256 hex. */
+export async function randomFile(path: string, bytes: number): Promise<string> {
+  const hash = createHash("sha256");
+  const file = await Deno.open(path, {
+    write: true,
+    create: true,
+    truncate: true,
+  });
+  try {
+    const piece = new Uint8Array(MIB);
+    for (let done = 0; done < bytes; done += piece.length) {
+      const n = Math.min(piece.length, bytes - done);
+      const view = piece.subarray(0, n);
+      for (let at = 0; at < n; at += 65536) {
+        crypto.getRandomValues(view.subarray(at, Math.min(n, at + 65536)));
+      }
+      hash.update(view);
+      let written = 0;
+      while (written < n) written += await file.write(view.subarray(written));
+    }
+  } finally {
+    file.close();
+  }
+  return hash.digest("hex");
+}
+
+/** The sha256 hex of the file at `path`. */
+export async function fileSha256(path: string): Promise<string> {
+  const hash = createHash("sha256");
+  using file = await Deno.open(path);
+  for await (const chunk of file.readable) hash.update(chunk);
+  return hash.digest("hex");
+}
+
+/** Sends `path` and waits for the receiver's `blob` event; checks it. */
+async function transfer(
+  sender: JsonProcess,
+  receiver: JsonProcess,
+  path: string,
+  size: number,
+  sha256: string,
+): Promise<number> {
+  const from = receiver.mark();
+  const got = receiver.waitFor(
+    (e: ProcEvent) => e.event === "blob" && e.size === size,
+    { from, timeoutMs: 300_000 },
+  );
+  const t0 = performance.now();
+  await sender.send({ cmd: "blob", th: "blob", path });
+  const ev = await got;
+  const ms = ev.at - t0;
+  if (typeof ev.path !== "string") {
+    throw new Error(`blob event without a path: ${JSON.stringify(ev)}`);
+  }
+  const actual = await fileSha256(ev.path);
+  if (actual !== sha256) {
+    throw new Error(`received blob differs: sha256 ${actual}, sent ${sha256}`);
+  }
+  if (typeof ev.sha256 === "string" && ev.sha256 !== sha256) {
+    throw new Error(`receiver reported sha256 ${ev.sha256}, sent ${sha256}`);
+  }
+  return ms;
+}
+
+async function peakOf(p: JsonProcess): Promise<number> {
+  return ((await p.memory())?.hwmBytes ?? NaN) / MIB;
+}
+
+/** Workload 3: throughput and peak RSS of a 20 MiB blob. */
+export const blobWorkload: Workload = {
+  name: "blob",
+  title: "blob throughput (20 MiB) and peak RSS of both processes",
+  units: {
+    mib_per_s: "MiB/s",
+    ms: "ms",
+    sender_peak_rss_mib: "MiB",
+    receiver_peak_rss_mib: "MiB",
+  },
+  params: (ctx) => ({ bytes: (ctx.quick ? 2 : 20) * MIB }),
+  async run(ctx: BenchContext) {
+    const size = (ctx.quick ? 2 : 20) * MIB;
+    const path = `${await ctx.dir("blob")}/blob.bin`;
+    const sha = await randomFile(path, size);
+    const samples: Sample[] = [];
+    for (let run = 0; run < ctx.runs; run++) {
+      const { sender, receiver } = await ctx.pair("tcp:127.0.0.1:0", [
+        "--max-blob",
+        MAX_BLOB,
+      ]);
+      try {
+        const ms = await transfer(sender, receiver, path, size, sha);
+        samples.push({
+          mib_per_s: size / MIB / (ms / 1000),
+          ms,
+          sender_peak_rss_mib: await peakOf(sender),
+          receiver_peak_rss_mib: await peakOf(receiver),
+        });
+        ctx.log(`  run ${run + 1}: ${samples[run].mib_per_s.toFixed(1)} MiB/s`);
+      } finally {
+        await ctx.stop(sender);
+        await ctx.stop(receiver);
+      }
+    }
+    return { samples };
+  },
+};
+
+/** Workload 3b: memory while sending a 50 MiB file, over the idle process. */
+export const blobMemoryWorkload: Workload = {
+  name: "blob_memory",
+  title: "peak RSS over idle while sending a 50 MiB file (target < 64 MiB)",
+  units: {
+    sender_over_idle_mib: "MiB",
+    receiver_over_idle_mib: "MiB",
+    sender_idle_mib: "MiB",
+    receiver_idle_mib: "MiB",
+    ms: "ms",
+  },
+  params: (ctx) => ({ bytes: (ctx.quick ? 5 : 50) * MIB, limitMiB: 64 }),
+  async run(ctx: BenchContext) {
+    const size = (ctx.quick ? 5 : 50) * MIB;
+    const path = `${await ctx.dir("blob50")}/blob.bin`;
+    const sha = await randomFile(path, size);
+    const samples: Sample[] = [];
+    const notes: string[] = [];
+    for (let run = 0; run < ctx.runs; run++) {
+      const { sender, receiver } = await ctx.pair("tcp:127.0.0.1:0", [
+        "--max-blob",
+        MAX_BLOB,
+      ]);
+      try {
+        // Let start-up garbage settle, then take the idle RSS.
+        await new Promise((r) => setTimeout(r, 1_000));
+        const sIdle = (await sender.memory())?.rssBytes ?? NaN;
+        const rIdle = (await receiver.memory())?.rssBytes ?? NaN;
+        const sSampler = new RssSampler(sender.pid);
+        const rSampler = new RssSampler(receiver.pid);
+        const ms = await transfer(sender, receiver, path, size, sha);
+        const sPeak = Math.max(
+          sSampler.stop(),
+          (await sender.memory())?.hwmBytes ?? 0,
+        );
+        const rPeak = Math.max(
+          rSampler.stop(),
+          (await receiver.memory())?.hwmBytes ?? 0,
+        );
+        const s: Sample = {
+          sender_over_idle_mib: (sPeak - sIdle) / MIB,
+          receiver_over_idle_mib: (rPeak - rIdle) / MIB,
+          sender_idle_mib: sIdle / MIB,
+          receiver_idle_mib: rIdle / MIB,
+          ms,
+        };
+        samples.push(s);
+        ctx.log(
+          `  run ${run + 1}: sender +${
+            s.sender_over_idle_mib.toFixed(1)
+          } MiB, receiver +${s.receiver_over_idle_mib.toFixed(1)} MiB`,
+        );
+        if (
+          !ctx.quick &&
+          Math.max(s.sender_over_idle_mib, s.receiver_over_idle_mib) >= 64
+        ) {
+          notes.push(`run ${run + 1}: over the 64 MiB target`);
+        }
+      } finally {
+        await ctx.stop(sender);
+        await ctx.stop(receiver);
+      }
+    }
+    return { samples, notes };
+  },
+};
