@@ -240,6 +240,29 @@ export class Signer {
   }
 }
 
+// Importing a raw key costs more than the verify itself; peers verify the same
+// few keys over and over (auth, grants, presence), so keep the imports.
+const VERIFY_KEY_CACHE_SIZE = 256;
+const verifyKeys = new Map<string, Promise<CryptoKey>>();
+
+function importVerifyKey(publicKey: Uint8Array): Promise<CryptoKey> {
+  const id = formatKey(publicKey);
+  let imported = verifyKeys.get(id);
+  if (imported) {
+    verifyKeys.delete(id); // re-insert: most recently used last
+  } else {
+    imported = crypto.subtle.importKey("raw", own(publicKey), ED25519, false, [
+      "verify",
+    ]);
+    imported.catch(() => verifyKeys.delete(id));
+    if (verifyKeys.size >= VERIFY_KEY_CACHE_SIZE) {
+      verifyKeys.delete(verifyKeys.keys().next().value!);
+    }
+  }
+  verifyKeys.set(id, imported);
+  return imported;
+}
+
 /**
  * Verifies an Ed25519 signature. Never throws: malformed keys, signatures
  * or data give false.
@@ -266,15 +289,7 @@ export async function verify(
       return false;
     }
     if (await hasWebCryptoEd25519()) {
-      const cryptoKey = await crypto.subtle.importKey(
-        "raw",
-        own(publicKey),
-        ED25519,
-        false,
-        [
-          "verify",
-        ],
-      );
+      const cryptoKey = await importVerifyKey(publicKey);
       return await crypto.subtle.verify(
         ED25519,
         cryptoKey,
