@@ -54,6 +54,9 @@ import {
   PROTOCOL_VERSION,
 } from "../wire/types.ts";
 
+/** Bytes of outbox lines queued on the socket before waiting for it to drain. */
+const WRITE_AHEAD_BYTES = 2 * 1024 * 1024;
+
 export type { ConnectionTimeouts } from "./connection_machine.ts";
 
 /** What the peer said about itself in hello (and presented in auth). */
@@ -100,12 +103,23 @@ export interface ConnectionOptions {
   caps?: string[];
   /** Our own reachable address, sent in hello (NOTES item 6). */
   addr?: string;
-  /** Grants to present in auth. */
-  grants?: Grant[];
+  /**
+   * Grants to present in auth: a list, or a function of the remote's hello
+   * (its key is claimed, not yet verified) choosing what fits it.
+   */
+  grants?: Grant[] | ((remote: RemoteHello) => Grant[] | Promise<Grant[]>);
+  /** Extension: keys of hosts we mirror to, sent as hello.shares. */
+  shares?: string[] | (() => string[]);
   /** Overrides of {@link DEFAULT_TIMEOUTS}, in milliseconds. */
   timeouts?: Partial<ConnectionTimeouts>;
-  /** Return a refusal detail to refuse the peer (err auth + close, NOTES 8). */
-  admit?(remote: RemoteHello): string | undefined;
+  /**
+   * Return (or resolve with) a refusal detail to refuse the peer after its
+   * auth verified (err auth + close, NOTES 8); undefined admits it.
+   */
+  admit?(
+    remote: RemoteHello,
+    context: { dialed: boolean },
+  ): string | undefined | Promise<string | undefined>;
   /** After both auths verify, before resume is processed. */
   onAuthenticated?(conn: Connection): void | Promise<void>;
   /**
@@ -339,8 +353,9 @@ export class Connection {
 
   // ---- output ----
 
-  #send(message: Obj): void {
-    if (this.#done || this.#byeSent || this.#t.closed) return;
+  /** Queues one line; returns the bytes queued (0 when nothing was sent). */
+  #send(message: Obj): number {
+    if (this.#done || this.#byeSent || this.#t.closed) return 0;
     let frame: Uint8Array;
     try {
       frame = encodeLine(message);
@@ -351,7 +366,7 @@ export class Connection {
         "out",
         `{"t":"${message.t}"} not sent: ${errorText(error)}`,
       );
-      return;
+      return 0;
     }
     this.#o.onLine?.(
       this,
@@ -361,6 +376,7 @@ export class Connection {
     this.#t.write(frame).catch((error) => {
       this.#event({ type: "END", reason: `write failed: ${errorText(error)}` });
     });
+    return frame.length;
   }
 
   #sendHello(): void {
@@ -376,6 +392,10 @@ export class Connection {
     if (this.#o.name !== undefined) hello.name = this.#o.name;
     if (this.#o.about !== undefined) hello.about = this.#o.about;
     if (this.#o.addr !== undefined) hello.addr = this.#o.addr;
+    const shares = typeof this.#o.shares === "function"
+      ? this.#o.shares()
+      : this.#o.shares;
+    if (shares && shares.length > 0) hello.shares = [...shares];
     const frame = encodeLine(hello);
     // The transcript covers the exact bytes, without the newline.
     this.#myHello = frame.subarray(0, frame.length - 1);
@@ -395,7 +415,15 @@ export class Connection {
       ts: timestamp(),
       sig: encodeBase64Url(sig),
     };
-    if (this.#o.grants?.length) auth.grants = this.#o.grants;
+    let grants: Grant[] | undefined;
+    try {
+      grants = typeof this.#o.grants === "function"
+        ? await this.#o.grants(this.#peer!)
+        : this.#o.grants;
+    } catch {
+      grants = undefined; // choosing grants failed: present none
+    }
+    if (grants?.length) auth.grants = grants;
     this.#send(auth);
   }
 
@@ -418,7 +446,14 @@ export class Connection {
   }
 
   async #writeEntries(entries: OutboxEntry[]): Promise<void> {
+    // Backpressure: a replay of a big blob would otherwise read and queue
+    // every chunk at once; wait for the socket to drain every few MiB.
+    let queued = 0;
     for (const entry of entries) {
+      if (queued >= WRITE_AHEAD_BYTES) {
+        await this.#t.flush();
+        queued = 0;
+      }
       if (this.#done || this.#byeSent) return;
       // Ids increase in send order, so anything at or below is already out.
       if (entry.id <= this.#sentUpTo) continue;
@@ -440,7 +475,7 @@ export class Connection {
         line = { t, id: entry.id, ts: entry.ts, ...rest };
       }
       this.#sentUpTo = entry.id;
-      this.#send(line);
+      queued += this.#send(line);
       this.#o.onSent?.(this, entry);
     }
   }
@@ -738,8 +773,12 @@ export class Connection {
     if (Array.isArray(message.grants)) {
       this.#peer!.grants = message.grants as Grant[];
     }
-    const refusal = this.#o.admit?.(this.#peer!);
+    const refusal = await this.#o.admit?.(this.#peer!, {
+      dialed: this.#o.dialed,
+    });
     if (refusal !== undefined) return this.#fail("auth", refusal, id);
+    // The admission may have awaited: the connection may have ended since.
+    if (this.state !== "auth") return;
     this.#authed = true;
     await this.#o.onAuthenticated?.(this);
     if (this.state === "auth") this.#event({ type: "AUTH_OK" });
