@@ -1,0 +1,946 @@
+/**
+ * The commands: each parses its flags, talks to the daemon over the
+ * control socket (starting it on demand where that makes sense) and prints
+ * the answer for a person, or as JSON under `--json`.
+ *
+ * @module
+ */
+
+import { type Args, type FlagSpec, parseDuration, UsageError } from "./args.ts";
+import { controlCall, ControlError, NoDaemonError } from "./control.ts";
+import { homePaths, resolveHome } from "./home.ts";
+import { formatAge, formatBytes, type Output, ProgressBar } from "./output.ts";
+import type {
+  InboxItem,
+  PeerSummary,
+  SendResult,
+  StatusResult,
+  WaitResult,
+} from "./protocol.ts";
+import { selfCommand } from "./self_command.ts";
+import { parseAddress } from "../wire/address.ts";
+
+/** What a command gets to run with. */
+export interface CommandContext {
+  args: Args;
+  out: Output;
+  home: string;
+  /** Calls the daemon; `start` starts it first when it is not running. */
+  call(
+    op: string,
+    args?: Record<string, unknown>,
+    options?: {
+      start?: boolean;
+      onItem?: (item: unknown) => void | Promise<void>;
+      signal?: AbortSignal;
+    },
+  ): Promise<unknown>;
+}
+
+/** One command of the CLI. */
+export interface Command {
+  /** One-line description for the command list. */
+  summary: string;
+  /** Usage line(s) and flags, printed by `--help`. */
+  usage: string;
+  flags: FlagSpec[];
+  run(ctx: CommandContext): Promise<number>;
+}
+
+const DAEMON_START_TIMEOUT_MS = 20_000;
+
+/**
+ * Starts the daemon for `home` in the background when none is running and
+ * waits until its control socket answers. Its output goes to
+ * `${home}/daemon.log`.
+ *
+ * @example
+ * ```ts ignore
+ * import { ensureDaemon } from "./commands.ts";
+ * await ensureDaemon("/tmp/awp-home");
+ * ```
+ */
+export async function ensureDaemon(
+  home: string,
+  extra: string[] = [],
+): Promise<boolean> {
+  const paths = homePaths(home);
+  try {
+    await controlCall(paths.control, home, "ping", {});
+    return false;
+  } catch (error) {
+    if (!(error instanceof NoDaemonError)) throw error;
+  }
+  await Deno.mkdir(home, { recursive: true, mode: 0o700 });
+  const { command, args } = selfCommand([
+    "daemon",
+    "--home",
+    home,
+    "--log",
+    paths.log,
+    ...extra,
+  ]);
+  const child = new Deno.Command(command, {
+    args,
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+    detached: true,
+  }).spawn();
+  child.unref();
+  let exited: number | undefined;
+  child.status.then((s) => exited = s.code).catch(() => {});
+  const deadline = Date.now() + DAEMON_START_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 50));
+    try {
+      await controlCall(paths.control, home, "ping", {});
+      return true;
+    } catch (error) {
+      if (!(error instanceof NoDaemonError)) throw error;
+    }
+    if (exited !== undefined) {
+      // Another CLI may have started it at the same time: that one holds the lock.
+      try {
+        await controlCall(paths.control, home, "ping", {});
+        return true;
+      } catch { /* really failed */ }
+      throw new ControlError(
+        `the daemon did not start: ${await lastLogLine(paths.log)}`,
+      );
+    }
+  }
+  throw new ControlError(
+    `the daemon did not start within ${
+      DAEMON_START_TIMEOUT_MS / 1000
+    }s (see ${paths.log})`,
+  );
+}
+
+async function lastLogLine(path: string): Promise<string> {
+  try {
+    const lines = (await Deno.readTextFile(path)).trim().split("\n");
+    return lines.at(-1) || `see ${path}`;
+  } catch {
+    return `see ${path}`;
+  }
+}
+
+/**
+ * Builds the context a command's `run` gets: the home from `--home`,
+ * `$AWP_HOME` or `~/.awp`, and a `call` that talks to its daemon.
+ *
+ * @example
+ * ```ts
+ * import { makeContext } from "./commands.ts";
+ * import { parseArgs } from "./args.ts";
+ * import { Output } from "./output.ts";
+ * const ctx = makeContext(parseArgs(["--home", "/tmp/h"], []), new Output({ json: true }));
+ * console.log(ctx.home); // "/tmp/h"
+ * ```
+ */
+export function makeContext(args: Args, out: Output): CommandContext {
+  const home = resolveHome(args.string("home"));
+  const paths = homePaths(home);
+  return {
+    args,
+    out,
+    home,
+    async call(op, opArgs = {}, options = {}) {
+      if (options.start) await ensureDaemon(home);
+      return await controlCall(
+        paths.control,
+        home,
+        op,
+        opArgs,
+        options.onItem,
+        options.signal,
+      );
+    },
+  };
+}
+
+function shortKey(key: string): string {
+  return key.startsWith("ed25519:") ? key.slice(8, 16) : key.slice(0, 8);
+}
+
+function who(peer: string, name?: string): string {
+  return name ? `${name} (${shortKey(peer)})` : shortKey(peer);
+}
+
+async function readStdin(): Promise<string> {
+  return (await new Response(Deno.stdin.readable).text()).replace(/\n$/, "");
+}
+
+async function readFileText(path: string): Promise<string> {
+  try {
+    return await Deno.readTextFile(path);
+  } catch (error) {
+    throw new ControlError(fileError(path, error));
+  }
+}
+
+function fileError(path: string, error: unknown): string {
+  if (error instanceof Deno.errors.NotFound) return `no such file: ${path}`;
+  if (error instanceof Deno.errors.PermissionDenied) {
+    return `permission denied: ${path}`;
+  }
+  if (error instanceof Deno.errors.IsADirectory) return `not a file: ${path}`;
+  return `cannot read ${path}: ${
+    error instanceof Error ? error.message : String(error)
+  }`;
+}
+
+async function checkReadable(path: string): Promise<string> {
+  const abs = path.startsWith("/") ? path : `${Deno.cwd()}/${path}`;
+  try {
+    const info = await Deno.stat(abs);
+    if (!info.isFile) throw new ControlError(`not a file: ${path}`);
+    const f = await Deno.open(abs, { read: true });
+    f.close();
+  } catch (error) {
+    if (error instanceof ControlError) throw error;
+    throw new ControlError(fileError(path, error));
+  }
+  return abs;
+}
+
+const LANGS: Record<string, string> = {
+  ts: "typescript",
+  js: "javascript",
+  py: "python",
+  go: "go",
+  rs: "rust",
+  sh: "sh",
+  md: "markdown",
+  json: "json",
+  diff: "diff",
+  patch: "diff",
+  c: "c",
+  h: "c",
+  cpp: "cpp",
+  java: "java",
+  rb: "ruby",
+  yml: "yaml",
+  yaml: "yaml",
+  toml: "toml",
+  html: "html",
+  css: "css",
+};
+
+function itemLine(out: Output, item: InboxItem): string {
+  const from = item.dir === "out"
+    ? `to ${who(item.peer, item.peerName)}`
+    : who(item.peer, item.peerName);
+  const th = item.th ? out.dim(` [${item.th}]`) : "";
+  switch (item.event) {
+    case "message": {
+      const firstLine = (item.text ?? "").split("\n")[0];
+      const subject = item.subject && item.subject !== firstLine
+        ? `${out.bold(item.subject)}: `
+        : "";
+      const blobs = (item.blobs ?? []) as Array<
+        { name?: string; ref: string; path?: string; status: string }
+      >;
+      const extra = blobs.map((b) =>
+        `\n  file ${b.name ?? b.ref}: ${b.path ?? b.status}`
+      ).join("");
+      const parts = (item.parts ?? []) as Array<
+        { k: string; lang?: string; mime?: string }
+      >;
+      const more = parts.filter((p) => p.k === "code" || p.k === "data")
+        .map((p) =>
+          `\n  ${p.k}${p.lang ? ` (${p.lang})` : p.mime ? ` (${p.mime})` : ""}`
+        ).join("");
+      return `${from}${th}: ${subject}${item.text ?? ""}${more}${extra}`;
+    }
+    case "state":
+      return `${from}${th}: state ${out.bold(item.state ?? "")}${
+        item.note ? ` (${item.note})` : ""
+      }`;
+    case "connected":
+      return `${from}: connected`;
+    case "disconnected":
+      return `${from}: disconnected${item.detail ? ` (${item.detail})` : ""}`;
+    default:
+      return `${from}${th}: ${item.kind ?? "notice"}${
+        item.detail ? `: ${item.detail}` : ""
+      }`;
+  }
+}
+
+function printItems(ctx: CommandContext, items: InboxItem[]): void {
+  for (const item of items) {
+    if (ctx.out.json) ctx.out.value(item);
+    else ctx.out.line(itemLine(ctx.out, item));
+  }
+}
+
+/** Draws a progress bar per outgoing blob until each is done (TTY only). */
+async function showProgress(
+  ctx: CommandContext,
+  peer: string,
+  blobs: Array<{ ref: string; size: number; name?: string }>,
+): Promise<void> {
+  for (const b of blobs) {
+    const bar = new ProgressBar(b.name ?? b.ref, b.size);
+    let idle = 0;
+    let last = -1;
+    while (idle < 100) {
+      const r = await ctx.call("blobs", { peer }) as {
+        blobs: Array<
+          { ref: string; dir: string; bytes: number; status: string }
+        >;
+      };
+      const rec = r.blobs.find((x) => x.ref === b.ref && x.dir === "out");
+      if (!rec || rec.status !== "active" || rec.bytes >= b.size) break;
+      bar.update(rec.bytes);
+      idle = rec.bytes === last ? idle + 1 : 0;
+      last = rec.bytes;
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    bar.done();
+  }
+}
+
+/** A malformed address is a usage error, caught before the daemon is involved. */
+function checkAddress(text: string, always = false): void {
+  if (!always && !/^(tcp|unix):/i.test(text)) return; // a peer name or key
+  try {
+    parseAddress(text);
+  } catch (error) {
+    throw new UsageError(
+      error instanceof Error ? error.message : String(error),
+    );
+  }
+}
+
+function needPositional(args: Args, n: number, what: string): void {
+  if (args.positionals.length < n) throw new UsageError(`missing ${what}`);
+}
+
+/**
+ * Every command, by name.
+ *
+ * @example
+ * ```ts
+ * import { COMMANDS } from "./commands.ts";
+ * console.log(COMMANDS.send.usage.startsWith("awp send")); // true
+ * ```
+ */
+export const COMMANDS: Record<string, Command> = {
+  up: {
+    summary:
+      "start the daemon in the background and print the address to share",
+    usage:
+      "awp up [--name NAME] [--about TEXT] [--listen ADDR]... [--max-blob BYTES]",
+    flags: [
+      { name: "name", type: "string" },
+      { name: "about", type: "string" },
+      { name: "listen", type: "list" },
+      { name: "max-blob", type: "string" },
+      { name: "inspect", type: "optional" },
+      { name: "allow-host", type: "list" },
+    ],
+    async run(ctx) {
+      const extra: string[] = inspectFlags(ctx.args);
+      const maxBlob = ctx.args.string("max-blob");
+      if (maxBlob) extra.push("--max-blob", maxBlob);
+      const name = ctx.args.string("name");
+      const about = ctx.args.string("about");
+      if (name) extra.push("--name", name);
+      if (about) extra.push("--about", about);
+      for (const l of ctx.args.list("listen")) extra.push("--listen", l);
+      await ensureDaemon(ctx.home, extra);
+      const status = await ctx.call("status") as StatusResult;
+      if (ctx.out.json) ctx.out.value(status);
+      else printIdentity(ctx.out, status);
+      return 0;
+    },
+  },
+  inspect: {
+    summary: "print the URL of the daemon's live statechart inspector",
+    usage: "awp inspect [--allow-host HOST]...",
+    flags: [{ name: "allow-host", type: "list" }],
+    async run(ctx) {
+      let status: StatusResult;
+      try {
+        status = await ctx.call("status") as StatusResult;
+      } catch (error) {
+        if (!(error instanceof NoDaemonError)) throw error;
+        // Not running: start it with the inspector on.
+        await ensureDaemon(ctx.home, ["--inspect", ...inspectFlags(ctx.args)]);
+        status = await ctx.call("status") as StatusResult;
+      }
+      if (!status.inspector) {
+        throw new ControlError(
+          "the daemon runs without the inspector: restart it with awp down && awp up --inspect",
+        );
+      }
+      if (ctx.out.json) ctx.out.value({ url: status.inspector });
+      else ctx.out.line(status.inspector);
+      return 0;
+    },
+  },
+  down: {
+    summary: "stop the daemon (queued messages stay on disk)",
+    usage: "awp down",
+    flags: [],
+    async run(ctx) {
+      try {
+        await ctx.call("down");
+      } catch (error) {
+        if (error instanceof NoDaemonError) {
+          if (ctx.out.json) ctx.out.value({ stopped: false, running: false });
+          else ctx.out.line("not running");
+          return 0;
+        }
+        throw error;
+      }
+      // Wait for it to let go of the socket, so a following `up` starts afresh.
+      const paths = homePaths(ctx.home);
+      for (let i = 0; i < 100; i++) {
+        try {
+          await controlCall(paths.control, ctx.home, "ping", {});
+        } catch {
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      if (ctx.out.json) ctx.out.value({ stopped: true });
+      else ctx.out.line("stopped");
+      return 0;
+    },
+  },
+  status: {
+    summary: "show identity, addresses and peers (does not start the daemon)",
+    usage: "awp status",
+    flags: [],
+    async run(ctx) {
+      const s = await ctx.call("status") as StatusResult;
+      if (ctx.out.json) {
+        ctx.out.value(s);
+        return 0;
+      }
+      printIdentity(ctx.out, s);
+      ctx.out.line(
+        `unread ${s.unread}, ${s.notices} notices, queued ${s.queued}`,
+      );
+      for (const p of s.peers) ctx.out.line(peerLine(ctx.out, p));
+      return 0;
+    },
+  },
+  listen: {
+    summary:
+      "listen (optionally on ADDR) and stream inbound messages as NDJSON",
+    usage: "awp listen [--text] [--mark] [ADDR]",
+    flags: [{ name: "text", type: "boolean" }, {
+      name: "mark",
+      type: "boolean",
+    }],
+    async run(ctx) {
+      const addr = ctx.args.positionals[0];
+      if (addr) checkAddress(addr, true);
+      const res = await ctx.call("listen", addr ? { addr } : {}, {
+        start: true,
+      }) as {
+        key: string;
+        addrs: string[];
+      };
+      const text = ctx.args.bool("text") && !ctx.out.json;
+      if (text) {
+        ctx.out.line(`listening on ${res.addrs.join(" ")} as ${res.key}`);
+      } else {ctx.out.value({
+          event: "listening",
+          key: res.key,
+          addrs: res.addrs,
+          addr: res.addrs[0],
+        });}
+      await ctx.call("tail", { follow: true, mark: ctx.args.bool("mark") }, {
+        onItem: (item) => {
+          if (text) ctx.out.line(itemLine(ctx.out, item as InboxItem));
+          else ctx.out.value(item);
+        },
+      });
+      return 0;
+    },
+  },
+  connect: {
+    summary: "connect to a peer by address or known name",
+    usage: "awp connect [--timeout 1m] ADDRESS",
+    flags: [{ name: "timeout", type: "string" }],
+    async run(ctx) {
+      needPositional(ctx.args, 1, "address");
+      checkAddress(ctx.args.positionals[0]);
+      const timeoutMs = parseDuration(ctx.args.string("timeout") ?? "1m");
+      const r = await ctx.call("connect", {
+        target: ctx.args.positionals[0],
+        timeoutMs,
+      }, { start: true }) as {
+        key: string;
+        name?: string;
+        already: boolean;
+      };
+      if (ctx.out.json) ctx.out.value(r);
+      else {ctx.out.line(
+          `${r.already ? "already connected to" : "connected to"} ${
+            who(r.key, r.name)
+          } ${r.key}`,
+        );}
+      return 0;
+    },
+  },
+  send: {
+    summary: "send a message (queued when the peer is away)",
+    usage: "awp send [flags] [PEER] TEXT...   (TEXT '-' reads stdin)",
+    flags: [
+      { name: "subject", short: "s", type: "string" },
+      { name: "thread", short: "t", type: "string" },
+      { name: "to", type: "string" },
+      { name: "re", type: "string" },
+      { name: "code", type: "list" },
+      { name: "lang", type: "string" },
+      { name: "data", type: "list" },
+      { name: "mime", type: "string" },
+      { name: "file", short: "f", type: "list" },
+      { name: "wait-ack", type: "string" },
+    ],
+    async run(ctx) {
+      const a = ctx.args;
+      const parts: Record<string, unknown>[] = [];
+      for (const path of a.list("code")) {
+        const ext = path.split(".").pop()?.toLowerCase() ?? "";
+        const lang = a.string("lang") ?? LANGS[ext];
+        parts.push({
+          k: "code",
+          text: await readFileText(path),
+          ...(lang ? { lang } : {}),
+        });
+      }
+      for (const json of a.list("data")) {
+        let data: unknown;
+        try {
+          data = JSON.parse(json);
+        } catch (error) {
+          throw new UsageError(
+            `bad --data JSON: ${
+              error instanceof Error ? error.message : String(error)
+            }`,
+          );
+        }
+        parts.push({
+          k: "data",
+          data,
+          mime: a.string("mime") ?? "application/json",
+        });
+      }
+      const files: string[] = [];
+      for (const f of a.list("file")) files.push(await checkReadable(f));
+      const words = [...a.positionals];
+      if (words.includes("-")) {
+        const stdin = await readStdin();
+        for (let i = 0; i < words.length; i++) {
+          if (words[i] === "-") words[i] = stdin;
+        }
+      }
+      const waitAck = a.string("wait-ack");
+      const r = await ctx.call("send", {
+        to: a.string("to"),
+        thread: a.string("thread"),
+        subject: a.string("subject"),
+        re: a.string("re"),
+        words,
+        parts,
+        files,
+        waitAckMs: waitAck === undefined ? undefined : parseDuration(waitAck),
+      }, { start: true }) as SendResult;
+      if (r.note && !ctx.out.json) ctx.out.note(r.note);
+      if (r.blobs && r.connected && Deno.stderr.isTerminal()) {
+        await showProgress(ctx, r.peer, r.blobs);
+      }
+      if (ctx.out.json) ctx.out.value(r);
+      else {
+        const how = r.acked
+          ? "delivered"
+          : r.connected
+          ? "(delivering)"
+          : "queued until the peer is reachable";
+        ctx.out.line(`${r.th} ${r.id} ${how}`);
+      }
+      return 0;
+    },
+  },
+  state: {
+    summary:
+      "tell the peer your state of a thread (open, working, waiting, done, failed, closed)",
+    usage: "awp state [-n NOTE] [PEER] THREAD STATE",
+    flags: [{ name: "note", short: "n", type: "string" }, {
+      name: "wait-ack",
+      type: "string",
+    }],
+    async run(ctx) {
+      const p = ctx.args.positionals;
+      needPositional(ctx.args, 2, "thread and state");
+      const [to, th, state] = p.length >= 3 ? p : [undefined, p[0], p[1]];
+      const waitAck = ctx.args.string("wait-ack");
+      const r = await ctx.call("state", {
+        to,
+        thread: th,
+        state,
+        note: ctx.args.string("note"),
+        waitAckMs: waitAck === undefined ? undefined : parseDuration(waitAck),
+      }, { start: true }) as SendResult;
+      if (ctx.out.json) ctx.out.value(r);
+      else {ctx.out.line(
+          `${r.th} ${state} ${
+            r.acked ? "delivered" : r.connected ? "(delivering)" : "queued"
+          }`,
+        );}
+      return 0;
+    },
+  },
+  wait: {
+    summary:
+      "block until messages arrive (or the peer's state is one of --state)",
+    usage:
+      "awp wait [-t THREAD] [-p PEER] [--state done,failed] [--timeout 5m]",
+    flags: [
+      { name: "thread", short: "t", type: "string" },
+      { name: "peer", short: "p", type: "string" },
+      { name: "state", type: "string" },
+      { name: "timeout", type: "string" },
+    ],
+    async run(ctx) {
+      const states = ctx.args.string("state")?.split(",").map((s) => s.trim())
+        .filter(Boolean);
+      if (states && !ctx.args.string("thread")) {
+        throw new UsageError("--state needs --thread");
+      }
+      const timeoutMs = parseDuration(ctx.args.string("timeout") ?? "5m");
+      const r = await ctx.call("wait", {
+        thread: ctx.args.string("thread"),
+        peer: ctx.args.string("peer"),
+        states,
+        timeoutMs,
+      }, { start: true }) as WaitResult;
+      if (ctx.out.json) ctx.out.value(r);
+      else {
+        printItems(ctx, r.items);
+        if (states) {
+          ctx.out.line(
+            `state: ${r.state ?? "none"}${r.matched ? "" : " (still waiting)"}`,
+          );
+        }
+        if (r.timedOut) {
+          ctx.out.error(
+            `timed out after ${ctx.args.string("timeout") ?? "5m"}`,
+          );
+        }
+      }
+      return r.timedOut ? 2 : 0;
+    },
+  },
+  tail: {
+    summary: "print inbound messages (--once: the unread ones, then exit)",
+    usage: "awp tail [--once] [--all] [--mark] [-p PEER] [-t THREAD]",
+    flags: [
+      { name: "once", type: "boolean" },
+      { name: "all", type: "boolean" },
+      { name: "mark", type: "boolean" },
+      { name: "peer", short: "p", type: "string" },
+      { name: "thread", short: "t", type: "string" },
+    ],
+    async run(ctx) {
+      const once = ctx.args.bool("once");
+      const r = await ctx.call("tail", {
+        follow: !once,
+        all: ctx.args.bool("all"),
+        mark: once || ctx.args.bool("mark"),
+        peer: ctx.args.string("peer"),
+        thread: ctx.args.string("thread"),
+      }, {
+        start: true,
+        onItem: (item) => printItems(ctx, [item as InboxItem]),
+      }) as { items: InboxItem[] };
+      if (once && r.items.length === 0 && !ctx.out.json) {
+        ctx.out.line("no unread messages");
+      }
+      return 0;
+    },
+  },
+  read: {
+    summary:
+      "show a conversation, both directions, oldest first; marks it read",
+    usage: "awp read [-n 50] [-p PEER] [--no-mark] [THREAD]",
+    flags: [
+      { name: "last", short: "n", type: "string" },
+      { name: "peer", short: "p", type: "string" },
+      { name: "no-mark", type: "boolean" },
+    ],
+    async run(ctx) {
+      const last = Number(ctx.args.string("last") ?? "50");
+      if (!Number.isInteger(last) || last <= 0) {
+        throw new UsageError("-n needs a positive whole number");
+      }
+      const r = await ctx.call("read", {
+        thread: ctx.args.positionals[0],
+        peer: ctx.args.string("peer"),
+        last,
+        mark: !ctx.args.bool("no-mark"),
+      }, { start: true }) as { items: InboxItem[] };
+      if (ctx.out.json) ctx.out.value(r);
+      else printItems(ctx, r.items);
+      return 0;
+    },
+  },
+  threads: {
+    summary: "list threads, most recently active first",
+    usage: "awp threads [--open] [-p PEER] [--wide]",
+    flags: [
+      { name: "open", type: "boolean" },
+      { name: "peer", short: "p", type: "string" },
+      { name: "wide", type: "boolean" },
+    ],
+    async run(ctx) {
+      const r = await ctx.call("threads", {
+        open: ctx.args.bool("open"),
+        peer: ctx.args.string("peer"),
+      }, {
+        start: true,
+      }) as { threads: ThreadRow[] };
+      if (ctx.out.json) {
+        ctx.out.value(r);
+        return 0;
+      }
+      if (r.threads.length === 0) ctx.out.line("no threads");
+      const now = Date.now();
+      for (const t of r.threads) {
+        const side = (s?: { state: string; ts: string }) =>
+          s ? `${s.state} ${formatAge(now - Date.parse(s.ts))}` : "-";
+        let subject = t.subject ?? "";
+        if (!ctx.args.bool("wide") && subject.length > 50) {
+          subject = subject.slice(0, 49) + "…";
+        }
+        ctx.out.line(
+          `${t.th}  ${who(t.peer, t.peerName)}  mine ${side(t.mine)}  theirs ${
+            side(t.theirs)
+          }` +
+            `${t.unread ? `  ${t.unread} unread` : ""}  ${subject}`,
+        );
+      }
+      return 0;
+    },
+  },
+  peers: {
+    summary: "list known peers",
+    usage: "awp peers",
+    flags: [],
+    async run(ctx) {
+      const r = await ctx.call("peers", {}, { start: true }) as {
+        peers: PeerSummary[];
+      };
+      if (ctx.out.json) ctx.out.value(r);
+      else if (r.peers.length === 0) ctx.out.line("no peers");
+      else for (const p of r.peers) ctx.out.line(peerLine(ctx.out, p));
+      return 0;
+    },
+  },
+  blobs: {
+    summary: "list files sent and received, with local paths",
+    usage: "awp blobs [-p PEER]",
+    flags: [{ name: "peer", short: "p", type: "string" }],
+    async run(ctx) {
+      const r = await ctx.call("blobs", { peer: ctx.args.string("peer") }, {
+        start: true,
+      }) as {
+        blobs: Array<
+          {
+            peer: string;
+            ref: string;
+            dir: string;
+            name?: string;
+            size: number;
+            status: string;
+            path: string;
+          }
+        >;
+      };
+      if (ctx.out.json) ctx.out.value(r);
+      else if (r.blobs.length === 0) ctx.out.line("no blobs");
+      else {
+        for (const b of r.blobs) {
+          ctx.out.line(
+            `${b.dir === "out" ? "sent" : "recv"} ${b.name ?? b.ref} ${
+              formatBytes(b.size)
+            } ${b.status} ${shortKey(b.peer)} ${b.path}`,
+          );
+        }
+      }
+      return 0;
+    },
+  },
+  grant: {
+    summary:
+      "grant capabilities to a peer (exec, fs:read, fs:write, introduce, admin)",
+    usage: "awp grant [--ttl 1h] PEER CAP...",
+    flags: [{ name: "ttl", type: "string" }],
+    async run(ctx) {
+      needPositional(ctx.args, 2, "peer and capability");
+      const [to, ...caps] = ctx.args.positionals;
+      const ttlMs = parseDuration(ctx.args.string("ttl") ?? "1h");
+      const r = await ctx.call("grant", { to, caps, ttlMs }, {
+        start: true,
+      }) as {
+        hash: string;
+        grant: { sub: string; caps: string[]; exp: string };
+      };
+      if (ctx.out.json) ctx.out.value(r);
+      else {ctx.out.line(
+          `granted ${r.grant.caps.join(",")} to ${
+            shortKey(r.grant.sub)
+          } until ${r.grant.exp} (${r.hash})`,
+        );}
+      return 0;
+    },
+  },
+  grants: {
+    summary: "list grants issued, held and presented",
+    usage: "awp grants",
+    flags: [],
+    async run(ctx) {
+      const r = await ctx.call("grants", {}, { start: true }) as {
+        grants: Array<
+          {
+            kind: string;
+            hash: string;
+            revoked: boolean;
+            grant: { iss: string; sub: string; caps: string[]; exp: string };
+            issName?: string;
+            subName?: string;
+          }
+        >;
+      };
+      if (ctx.out.json) ctx.out.value(r);
+      else if (r.grants.length === 0) ctx.out.line("no grants");
+      else {
+        for (const g of r.grants) {
+          ctx.out.line(
+            `${g.kind} ${g.grant.caps.join(",")} ${
+              who(g.grant.iss, g.issName)
+            } -> ${who(g.grant.sub, g.subName)} until ${g.grant.exp}${
+              g.revoked ? " revoked" : ""
+            } ${g.hash}`,
+          );
+        }
+      }
+      return 0;
+    },
+  },
+  revoke: {
+    summary: "stop honoring a grant, by hash",
+    usage: "awp revoke HASH",
+    flags: [],
+    async run(ctx) {
+      needPositional(ctx.args, 1, "grant hash");
+      const r = await ctx.call("revoke", { hash: ctx.args.positionals[0] }, {
+        start: true,
+      });
+      if (ctx.out.json) ctx.out.value(r);
+      else ctx.out.line(`revoked ${ctx.args.positionals[0]}`);
+      return 0;
+    },
+  },
+  introduce: {
+    summary: "send TO the key and address of PEER, with a grant bound to PEER",
+    usage: "awp introduce [-t THREAD] [--ttl 1h] TO PEER [CAP...]",
+    flags: [{ name: "thread", short: "t", type: "string" }, {
+      name: "ttl",
+      type: "string",
+    }],
+    async run(ctx) {
+      needPositional(ctx.args, 2, "the peer to tell and the peer to introduce");
+      const [to, peer, ...caps] = ctx.args.positionals;
+      const r = await ctx.call("introduce", {
+        to,
+        peer,
+        caps,
+        thread: ctx.args.string("thread"),
+        ttlMs: parseDuration(ctx.args.string("ttl") ?? "1h"),
+      }, { start: true });
+      if (ctx.out.json) ctx.out.value(r);
+      else ctx.out.line(`introduced ${peer} to ${to}`);
+      return 0;
+    },
+  },
+  bye: {
+    summary: "close the connection to a peer gracefully",
+    usage: "awp bye [--reason done] PEER",
+    flags: [{ name: "reason", type: "string" }],
+    async run(ctx) {
+      needPositional(ctx.args, 1, "peer");
+      const r = await ctx.call("bye", {
+        to: ctx.args.positionals[0],
+        reason: ctx.args.string("reason"),
+      }, {
+        start: true,
+      }) as { key: string; name?: string; connected: boolean };
+      if (ctx.out.json) ctx.out.value(r);
+      else {ctx.out.line(
+          r.connected
+            ? `said bye to ${who(r.key, r.name)}`
+            : `${who(r.key, r.name)} is not connected`,
+        );}
+      return 0;
+    },
+  },
+  alias: {
+    summary: "give a peer a local nickname",
+    usage: "awp alias PEER ALIAS",
+    flags: [],
+    async run(ctx) {
+      needPositional(ctx.args, 2, "peer and alias");
+      const [peer, alias] = ctx.args.positionals;
+      const r = await ctx.call("alias", { peer, alias }, { start: true }) as {
+        key: string;
+      };
+      if (ctx.out.json) ctx.out.value(r);
+      else ctx.out.line(`${alias} = ${r.key}`);
+      return 0;
+    },
+  },
+};
+
+interface ThreadRow {
+  peer: string;
+  peerName?: string;
+  th: string;
+  subject?: string;
+  mine?: { state: string; ts: string };
+  theirs?: { state: string; ts: string };
+  unread: number;
+}
+
+function peerLine(out: Output, p: PeerSummary): string {
+  const state = p.connected ? out.green("connected") : "away";
+  return `${
+    who(p.key, p.alias ?? p.name)
+  }  ${state}  queued ${p.queued}  open ${p.openThreads}  unread ${p.unread}` +
+    `${p.caps.length ? `  holds ${p.caps.join(",")}` : ""}  ${p.key}`;
+}
+
+/** `--inspect[=ADDR]` and `--allow-host` as daemon arguments. */
+function inspectFlags(args: Args): string[] {
+  const out: string[] = [];
+  if (args.has("inspect")) {
+    const where = args.string("inspect");
+    out.push(where ? `--inspect=${where}` : "--inspect");
+  }
+  for (const h of args.list("allow-host")) out.push("--allow-host", h);
+  return out;
+}
+
+function printIdentity(out: Output, s: StatusResult): void {
+  out.line(`${out.bold(s.name ?? "awp")} ${s.key}`);
+  for (const a of s.addrs) out.line(`  ${a}`);
+  if (s.inspector) out.line(`inspector ${s.inspector}`);
+}

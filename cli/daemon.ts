@@ -1,0 +1,1167 @@
+/**
+ * The daemon: one per home, held by an exclusive lock on
+ * `${home}/daemon.lock`. It owns the identity, the listeners, every
+ * connection and the store (one {@link Peer}), and answers the CLI over the
+ * control socket (see {@link ./control.ts}).
+ *
+ * @module
+ */
+
+import { Peer } from "../actors/peer.ts";
+import type { PeerEvent } from "../actors/peer_events.ts";
+import { ENDING_STATES } from "../actors/thread_machine.ts";
+import { InspectionHub } from "../inspector/inspection_hub.ts";
+import { type InspectorServer, serveInspector } from "../inspector/server.ts";
+import type { LogEntry, ThreadRecord } from "../storage/store.ts";
+import { openStore, StoreUnavailableError } from "../storage/open_store.ts";
+import { AddressError, parseAddress } from "../wire/address.ts";
+import { grantHash } from "../wire/grant.ts";
+import type { Part } from "../wire/types.ts";
+import { ControlError, type ControlRequest, ControlServer } from "./control.ts";
+import { ensureSocketDir, homePaths } from "./home.ts";
+import type {
+  InboxItem,
+  PeerSummary,
+  SendResult,
+  StatusResult,
+  WaitResult,
+} from "./protocol.ts";
+import { PeerNameError, resolvePeer } from "./resolve_peer.ts";
+
+/** How the daemon starts. */
+export interface DaemonOptions {
+  home: string;
+  name?: string;
+  about?: string;
+  /** Addresses to listen on; default: a Unix socket in the home and tcp:127.0.0.1:7000 (or the next free port). */
+  listen?: string[];
+  /** Largest blob sent or accepted, bytes. */
+  maxBlobBytes?: number;
+  /** Append log lines here instead of stderr (background mode). */
+  log?: string;
+  /** Print the identity and addresses on stdout once up (foreground mode). */
+  announce?: boolean;
+  /**
+   * Serve the live statechart inspector: "" for 127.0.0.1 on a free port,
+   * or `HOST:PORT`. Off when undefined.
+   */
+  inspect?: string;
+  /** Issuer keys whose grants we honor (`--trust`). */
+  trust?: string[];
+  /** Admission policy (`--accept any|allowlist`). */
+  accept?: "any" | "allowlist";
+  /** Keys admitted under the allowlist (`--allow`). */
+  allow?: string[];
+  /** Capabilities fulfilled for granted peers (`--serve exec,fs:read,fs:write`). */
+  serve?: string[];
+  /** Directory fs requests are confined to and exec runs in (`--root`). */
+  root?: string;
+  /** Publish signed presence (`--presence`). */
+  presence?: boolean;
+  /** Extra Host names the inspector answers (behind a proxy or tunnel). */
+  allowHosts?: string[];
+  /** Resolves when the daemon is up, with its status (tests, embedding). */
+  onReady?(status: StatusResult): void;
+}
+
+/**
+ * Capabilities `grant` accepts.
+ *
+ * @example
+ * ```ts
+ * import { GRANT_CAPS } from "./daemon.ts";
+ * console.log(GRANT_CAPS.has("fs:read")); // true
+ * ```
+ */
+export const GRANT_CAPS: ReadonlySet<string> = new Set([
+  "exec",
+  "fs:read",
+  "fs:write",
+  "introduce",
+  "admin",
+]);
+
+const CONFIG_META = "cli:config";
+const DEFAULT_TCP_PORT = 7000;
+
+interface Config {
+  name?: string;
+  about?: string;
+  listen?: string[];
+}
+
+function oneLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split(
+    "\n",
+  )[0];
+}
+
+function usage(message: string): ControlError {
+  return new ControlError(message, 2);
+}
+
+function str(v: unknown): string | undefined {
+  return typeof v === "string" && v !== "" ? v : undefined;
+}
+
+/**
+ * Runs the daemon until `down`, SIGINT or SIGTERM. Resolves with the exit
+ * code: 0 after a clean stop, 1 when it could not start (lock held,
+ * storage unavailable, port in use), with one line on stderr/the log.
+ *
+ * @example
+ * ```ts ignore
+ * import { runDaemon } from "./daemon.ts";
+ * Deno.exit(await runDaemon({ home: "/tmp/awp-home", announce: true }));
+ * ```
+ */
+export async function runDaemon(options: DaemonOptions): Promise<number> {
+  const daemon = new Daemon(options);
+  return await daemon.run();
+}
+
+class Daemon {
+  readonly #o: DaemonOptions;
+  readonly #paths: ReturnType<typeof homePaths>;
+  #peer!: Peer;
+  #control?: ControlServer;
+  #lock?: Deno.FsFile;
+  #addrs: string[] = [];
+  #name?: string;
+  #listeners = new Set<(item: InboxItem, ev: PeerEvent) => void>();
+  #notices: InboxItem[] = [];
+  #stopped!: Promise<void>;
+  #stop!: () => void;
+  #isStopped = false;
+  #hub?: InspectionHub;
+  #inspector?: InspectorServer;
+  #encoder = new TextEncoder();
+
+  constructor(options: DaemonOptions) {
+    this.#o = options;
+    this.#paths = homePaths(options.home);
+    this.#stopped = new Promise((r) =>
+      this.#stop = () => {
+        this.#isStopped = true;
+        r();
+      }
+    );
+  }
+
+  #log(line: string): void {
+    const text = `${new Date().toISOString()} ${line}\n`;
+    try {
+      if (this.#o.log) {
+        Deno.writeTextFileSync(this.#o.log, text, { append: true });
+      } else Deno.stderr.writeSync(this.#encoder.encode(text));
+    } catch { /* logging must not take the daemon down */ }
+  }
+
+  #fail(line: string): number {
+    if (this.#o.log) this.#log(`error: ${line}`);
+    Deno.stderr.writeSync(this.#encoder.encode(`awp: ${line}\n`));
+    return 1;
+  }
+
+  async run(): Promise<number> {
+    const home = this.#o.home;
+    try {
+      await Deno.mkdir(home, { recursive: true, mode: 0o700 });
+      this.#lock = await Deno.open(this.#paths.lock, {
+        create: true,
+        read: true,
+        write: true,
+      });
+    } catch (error) {
+      return this.#fail(`cannot use home ${home}: ${oneLine(error)}`);
+    }
+    if (!(await this.#lock.tryLock(true))) {
+      const pid = (await Deno.readTextFile(this.#paths.lock).catch(() => ""))
+        .trim();
+      this.#lock.close();
+      return this.#fail(
+        `a daemon is already running for ${home}${pid ? ` (pid ${pid})` : ""}`,
+      );
+    }
+    await this.#lock.truncate(0);
+    await this.#lock.write(this.#encoder.encode(`${Deno.pid}\n`));
+    try {
+      return await this.#runLocked();
+    } finally {
+      try {
+        this.#lock.close();
+      } catch { /* closed */ }
+    }
+  }
+
+  async #runLocked(): Promise<number> {
+    try {
+      // Config: flags win and are remembered for on-demand restarts.
+      const o = this.#o;
+      const peerOpts = {
+        home: o.home,
+        maxBlobBytes: o.maxBlobBytes,
+        ...(o.trust?.length ? { trust: o.trust } : {}),
+        ...(o.accept ? { accept: o.accept } : {}),
+        ...(o.allow?.length ? { allow: o.allow } : {}),
+        ...(o.serve?.length ? { serve: o.serve } : {}),
+        ...(o.root ? { root: o.root } : {}),
+        ...(o.presence ? { presence: true } : {}),
+      };
+      let config: Config = {};
+      {
+        // Name/about go into hello, so read the remembered config first.
+        const probe = await openStore({ home: this.#o.home });
+        config = await probe.getMeta<Config>(CONFIG_META) ?? {};
+        const next: Config = {
+          ...config,
+          ...(this.#o.name !== undefined ? { name: this.#o.name } : {}),
+          ...(this.#o.about !== undefined ? { about: this.#o.about } : {}),
+          ...(this.#o.listen?.length ? { listen: this.#o.listen } : {}),
+        };
+        if (JSON.stringify(next) !== JSON.stringify(config)) {
+          await probe.setMeta(CONFIG_META, next);
+        }
+        config = next;
+        probe.close();
+      }
+      this.#name = config.name ?? `awp@${Deno.hostname()}`;
+      if (this.#o.inspect !== undefined) this.#hub = new InspectionHub();
+      this.#peer = await Peer.open({
+        ...peerOpts,
+        name: this.#name,
+        about: config.about,
+        ...(this.#hub ? { inspect: this.#hub } : {}),
+      });
+    } catch (error) {
+      if (error instanceof StoreUnavailableError) {
+        return this.#fail(error.message);
+      }
+      return this.#fail(
+        `cannot open the store in ${this.#o.home}: ${oneLine(error)}`,
+      );
+    }
+    try {
+      const explicit = this.#o.listen?.length
+        ? this.#o.listen
+        : (await this.#config()).listen;
+      try {
+        await this.#listenAll(explicit);
+      } catch (error) {
+        await this.#peer.close();
+        return this.#fail(oneLine(error));
+      }
+      if (this.#hub) {
+        const where = this.#o.inspect ?? "";
+        const colon = where.lastIndexOf(":");
+        const hostname = colon > 0
+          ? where.slice(0, colon).replace(/^\[|\]$/g, "")
+          : where || "127.0.0.1";
+        const port = colon > 0 ? Number(where.slice(colon + 1)) : 0;
+        if (!Number.isInteger(port) || port < 0 || port > 65535) {
+          await this.#peer.close();
+          return this.#fail(`bad --inspect address "${where}": use HOST:PORT`);
+        }
+        try {
+          this.#inspector = await serveInspector(this.#hub, {
+            hostname,
+            port,
+            allowHosts: this.#o.allowHosts ?? [],
+          });
+        } catch (error) {
+          await this.#peer.close();
+          return this.#fail(
+            `cannot serve the inspector on ${where || "127.0.0.1"}: ${
+              oneLine(error)
+            }`,
+          );
+        }
+      }
+      this.#control = await ControlServer.listen(
+        this.#paths.control,
+        (req, emit, signal) => this.#handle(req, emit, signal),
+      );
+      const pump = this.#pump();
+      const onSignal = () => this.#stop();
+      Deno.addSignalListener("SIGINT", onSignal);
+      Deno.addSignalListener("SIGTERM", onSignal);
+      this.#log(
+        `daemon up: ${this.#peer.key} on ${
+          this.#addrs.join(" ")
+        } (pid ${Deno.pid})`,
+      );
+      const status = await this.#status();
+      if (this.#o.announce) {
+        console.log(`${this.#name} ${this.#peer.key}`);
+        for (const a of this.#addrs) console.log(`  ${a}`);
+        if (this.#inspector) console.log(`inspector ${this.#inspector.url}`);
+      }
+      this.#o.onReady?.(status);
+      await this.#stopped;
+      Deno.removeSignalListener("SIGINT", onSignal);
+      Deno.removeSignalListener("SIGTERM", onSignal);
+      this.#log("daemon stopping");
+      await this.#control.close();
+      await this.#inspector?.close();
+      await this.#peer.close();
+      await pump;
+      this.#log("daemon stopped");
+      return 0;
+    } catch (error) {
+      await this.#control?.close();
+      await this.#inspector?.close().catch(() => {});
+      await this.#peer.close().catch(() => {});
+      return this.#fail(`daemon failed: ${oneLine(error)}`);
+    }
+  }
+
+  async #config(): Promise<Config> {
+    return await this.#peer.store.getMeta<Config>(CONFIG_META) ?? {};
+  }
+
+  async #listenAll(explicit: string[] | undefined): Promise<void> {
+    if (explicit && explicit.length > 0) {
+      for (const addr of explicit) {
+        parseAddress(addr);
+        this.#addrs.push(await this.#peer.listen(addr));
+      }
+      return;
+    }
+    // Ours alone: we hold the home's lock, so a socket file left there is stale.
+    await ensureSocketDir(this.#paths.peerSocket);
+    await Deno.remove(this.#paths.peerSocket).catch(() => {});
+    this.#addrs.push(await this.#peer.listen(`unix:${this.#paths.peerSocket}`));
+    for (let port = DEFAULT_TCP_PORT; port < DEFAULT_TCP_PORT + 100; port++) {
+      try {
+        this.#addrs.push(await this.#peer.listen(`tcp:127.0.0.1:${port}`));
+        return;
+      } catch (error) {
+        if (!/in use/i.test(oneLine(error))) throw error;
+      }
+    }
+  }
+
+  /** Turns peer events into inbox items for streams and notices. */
+  async #pump(): Promise<void> {
+    for await (const ev of this.#peer.events()) {
+      try {
+        const item = await this.#toItem(ev);
+        if (!item) continue;
+        if (item.event === "notice" && item.kind !== "error") {
+          this.#notices.push(item);
+          if (this.#notices.length > 1000) this.#notices.shift();
+        }
+        for (const l of this.#listeners) l(item, ev);
+      } catch (error) {
+        this.#log(`event handling failed: ${oneLine(error)}`);
+      }
+    }
+  }
+
+  #names = new Map<string, string | undefined>();
+
+  async #nameOf(key: string): Promise<string | undefined> {
+    if (!this.#names.has(key)) {
+      const rec = await this.#peer.store.peer(key);
+      this.#names.set(key, rec?.alias ?? rec?.name);
+    }
+    return this.#names.get(key);
+  }
+
+  async #toItem(ev: PeerEvent): Promise<InboxItem | undefined> {
+    const base = { dir: "in" as const, peer: ev.peer, ts: ev.ts };
+    const peerName = ev.peer ? await this.#nameOf(ev.peer) : undefined;
+    const named = peerName ? { peerName } : {};
+    switch (ev.type) {
+      case "message":
+        return {
+          event: "message",
+          ...base,
+          ...named,
+          id: ev.id,
+          th: ev.th,
+          ts: ev.message.ts,
+          text: ev.text,
+          parts: ev.parts,
+          blobs: ev.blobs,
+          ...(ev.subject ? { subject: ev.subject } : {}),
+          ...(ev.re ? { re: ev.re } : {}),
+        };
+      case "state":
+        return {
+          event: "state",
+          ...base,
+          ...named,
+          id: ev.id,
+          th: ev.th,
+          state: ev.state,
+          ...(ev.note ? { note: ev.note } : {}),
+        };
+      case "connected":
+        this.#names.delete(ev.peer);
+        return {
+          event: "connected",
+          ...base,
+          ...(ev.name ? { peerName: ev.name } : named),
+        };
+      case "disconnected":
+        return { event: "disconnected", ...base, ...named, detail: ev.reason };
+      case "bye":
+        return {
+          event: "notice",
+          kind: "bye",
+          ...base,
+          ...named,
+          ...(ev.reason ? { detail: ev.reason } : {}),
+        };
+      case "grant":
+        return {
+          event: "notice",
+          kind: "grant",
+          ...base,
+          ...named,
+          detail: ev.valid
+            ? `granted ${ev.grant.caps.join(",")} until ${ev.grant.exp}`
+            : `invalid grant: ${ev.reason}`,
+        };
+      case "introduced":
+        return {
+          event: "notice",
+          kind: "introduced",
+          ...base,
+          ...named,
+          detail: `${ev.name ?? ""} ${ev.key}${
+            ev.address ? ` at ${ev.address}` : ""
+          }`.trim(),
+        };
+      case "blob":
+        if (ev.dir === "out" && ev.status === "refused") {
+          return {
+            event: "notice",
+            kind: "blob_refused",
+            ...base,
+            ...named,
+            ...(ev.th ? { th: ev.th } : {}),
+            detail: `${ev.name ?? ev.ref}: ${ev.detail ?? "refused"}`,
+          };
+        }
+        return undefined;
+      case "error":
+        return {
+          event: "notice",
+          kind: "error",
+          ...base,
+          ...named,
+          detail: `${ev.code}: ${ev.detail}`,
+        };
+      default:
+        return undefined;
+    }
+  }
+
+  async #handle(
+    req: ControlRequest,
+    emit: (item: unknown) => Promise<void>,
+    signal: AbortSignal,
+  ): Promise<unknown> {
+    const a = req.args;
+    switch (req.op) {
+      case "ping":
+        return { pid: Deno.pid };
+      case "status":
+        return await this.#status();
+      case "down":
+        setTimeout(() => this.#stop(), 20);
+        return { stopping: true };
+      case "listen": {
+        const addr = str(a.addr);
+        if (addr) {
+          try {
+            parseAddress(addr);
+          } catch (error) {
+            throw usage(oneLine(error));
+          }
+          const real = await this.#peer.listen(addr);
+          if (!this.#addrs.includes(real)) this.#addrs.push(real);
+        }
+        return { key: this.#peer.key, addrs: this.#addrs };
+      }
+      case "connect":
+        return await this.#connect(a);
+      case "send":
+        return await this.#send(a);
+      case "state":
+        return await this.#state(a);
+      case "threads":
+        return { threads: await this.#threads(str(a.peer), a.open === true) };
+      case "peers":
+        return { peers: await this.#summaries() };
+      case "blobs": {
+        const peer = str(a.peer) ? await this.#key(str(a.peer)!) : undefined;
+        const blobs = await this.#peer.store.blobs(peer);
+        return { blobs: blobs.sort((x, y) => y.updated - x.updated) };
+      }
+      case "grant":
+        return await this.#grant(a);
+      case "grants":
+        return await this.#grants();
+      case "revoke":
+        return await this.#revoke(a);
+      case "introduce": {
+        const to = await this.#key(str(a.to) ?? "");
+        const other = await this.#key(str(a.peer) ?? "");
+        const caps = Array.isArray(a.caps) ? a.caps.map(String) : [];
+        for (const c of caps) {
+          if (!GRANT_CAPS.has(c)) throw usage(`unknown capability "${c}"`);
+        }
+        const r = await this.#peer.introduce(to, other, {
+          grantCaps: caps,
+          ttlMs: typeof a.ttlMs === "number" ? a.ttlMs : undefined,
+          thread: str(a.thread),
+        });
+        return { ...r, to, peer: other };
+      }
+      case "bye": {
+        const key = await this.#key(str(a.to) ?? "");
+        const connected = (await this.#peer.peers()).some((p) =>
+          p.key === key && p.connected
+        );
+        if (connected) await this.#peer.bye(key, str(a.reason));
+        return { key, name: await this.#nameOf(key), connected };
+      }
+      case "alias":
+        return await this.#alias(a);
+      case "tail":
+        return await this.#tail(a, emit, signal);
+      case "wait":
+        return await this.#wait(a, signal);
+      case "read":
+        return await this.#read(a);
+      default:
+        throw usage(`unknown control op "${req.op}"`);
+    }
+  }
+
+  /** Resolves a peer name to a known key (addresses included). */
+  async #key(query: string): Promise<string> {
+    if (query === "") throw usage("missing peer");
+    const records = await this.#peer.peers();
+    try {
+      const r = resolvePeer(query, records);
+      if (r.kind === "peer") return r.peer.key;
+      parseAddress(r.address);
+      throw new ControlError(
+        `no known peer at ${r.address}: run awp connect ${r.address} first`,
+      );
+    } catch (error) {
+      if (error instanceof PeerNameError || error instanceof AddressError) {
+        throw new ControlError(error.message);
+      }
+      throw error;
+    }
+  }
+
+  async #connect(a: Record<string, unknown>): Promise<unknown> {
+    const target = str(a.target);
+    if (!target) throw usage("missing address");
+    const timeoutMs = typeof a.timeoutMs === "number" ? a.timeoutMs : 60_000;
+    const records = await this.#peer.peers();
+    let address: string;
+    let r;
+    try {
+      r = resolvePeer(target, records);
+    } catch (error) {
+      throw new ControlError(oneLine(error));
+    }
+    if (r.kind === "peer") {
+      const known = records.find((p) => p.key === r.peer.key)!;
+      if (known.connected) {
+        return {
+          key: known.key,
+          name: known.alias ?? known.name,
+          already: true,
+        };
+      }
+      if (known.addresses.length === 0) {
+        throw new ControlError(`no address known for ${target}`);
+      }
+      address = known.addresses[0];
+    } else {
+      address = r.address;
+      try {
+        parseAddress(address);
+      } catch (error) {
+        throw usage(oneLine(error));
+      }
+    }
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      const key = await Promise.race([
+        this.#peer.connect(address),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () =>
+              reject(
+                new ControlError(
+                  `could not connect to ${address} within ${timeoutMs / 1000}s`,
+                ),
+              ),
+            timeoutMs,
+          );
+        }),
+      ]);
+      this.#names.delete(key);
+      return { key, name: await this.#nameOf(key), already: false };
+    } catch (error) {
+      if (error instanceof ControlError) throw error;
+      throw new ControlError(`cannot connect to ${address}: ${oneLine(error)}`);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** The one peer that has thread `th`. */
+  async #threadPeer(th: string): Promise<string> {
+    const matches = (await this.#peer.threads()).filter((t) => t.th === th);
+    if (matches.length === 1) return matches[0].peer;
+    if (matches.length === 0) {
+      throw new ControlError(`unknown thread "${th}": name the peer too`);
+    }
+    throw new ControlError(
+      `thread "${th}" exists with ${matches.length} peers: name the peer too`,
+    );
+  }
+
+  async #unreadNote(key: string, th: string): Promise<string | undefined> {
+    const rec = await this.#peer.store.thread(key, th);
+    if (!rec || rec.unread === 0) return undefined;
+    const age = Math.round((Date.now() - Date.parse(rec.updated)) / 1000);
+    return `note: ${rec.unread} unread from ${
+      (await this.#nameOf(key)) ?? key.slice(0, 16)
+    } in this thread (${age}s ago): awp read ${th}`;
+  }
+
+  async #send(a: Record<string, unknown>): Promise<SendResult> {
+    const words = Array.isArray(a.words) ? a.words.map(String) : [];
+    const thread = str(a.thread);
+    let key: string;
+    if (str(a.to)) key = await this.#key(str(a.to)!);
+    else if (thread) {
+      key = "";
+      if (words.length >= 2) {
+        try {
+          key = await this.#key(words[0]);
+          words.shift();
+        } catch { /* the first word is text */ }
+      }
+      if (!key) key = await this.#threadPeer(thread);
+    } else {
+      if (words.length === 0) throw usage("missing peer and text");
+      key = await this.#key(words.shift()!);
+    }
+    const parts = (Array.isArray(a.parts) ? a.parts : []) as Part[];
+    const files = Array.isArray(a.files) ? a.files.map(String) : [];
+    const text = words.join(" ");
+    if (text === "" && parts.length === 0 && files.length === 0) {
+      throw usage("nothing to send: give some text");
+    }
+    let subject = str(a.subject);
+    if (!subject && !thread && text) {
+      subject = text.split("\n")[0].slice(0, 120);
+    }
+    const note = thread ? await this.#unreadNote(key, thread) : undefined;
+    const sent = await this.#peer.send(key, text, {
+      ...(thread ? { thread } : {}),
+      ...(subject ? { subject } : {}),
+      ...(str(a.re) ? { re: str(a.re) } : {}),
+      parts,
+      files,
+    });
+    const blobs = files.length === 0 ? [] : (await this.#peer.store.blobs(key))
+      .filter((b) => b.dir === "out" && b.th === sent.th)
+      .map((b) => ({
+        ref: b.ref,
+        size: b.size,
+        ...(b.name ? { name: b.name } : {}),
+      }));
+    return {
+      ...(await this.#afterSend(key, sent, a.waitAckMs)),
+      ...(note ? { note } : {}),
+      ...(blobs.length ? { blobs } : {}),
+    };
+  }
+
+  async #state(a: Record<string, unknown>): Promise<SendResult> {
+    const th = str(a.thread);
+    const state = str(a.state);
+    if (!th || !state) throw usage("missing thread or state");
+    const key = str(a.to)
+      ? await this.#key(str(a.to)!)
+      : await this.#threadPeer(th);
+    const note = str(a.note);
+    const sent = await this.#peer.setState(key, th, state, note);
+    const unread = await this.#unreadNote(key, th);
+    return {
+      ...(await this.#afterSend(key, sent, a.waitAckMs)),
+      ...(unread ? { note: unread } : {}),
+    };
+  }
+
+  async #afterSend(
+    key: string,
+    sent: { id: string; th: string },
+    waitAckMs: unknown,
+  ): Promise<SendResult> {
+    const connected = (await this.#peer.peers()).some((p) =>
+      p.key === key && p.connected
+    );
+    const wait = typeof waitAckMs === "number"
+      ? waitAckMs
+      : connected
+      ? 1000
+      : 0;
+    let acked = false;
+    if (wait > 0) {
+      try {
+        await this.#peer.waitAck(sent.id, { timeoutMs: wait });
+        acked = true;
+      } catch { /* not yet */ }
+    }
+    return {
+      id: sent.id,
+      th: sent.th,
+      thread: sent.th,
+      peer: key,
+      acked,
+      connected,
+    };
+  }
+
+  async #threads(peerQuery: string | undefined, open: boolean) {
+    const peer = peerQuery ? await this.#key(peerQuery) : undefined;
+    const all = await this.#peer.threads();
+    const rows = [];
+    for (const t of all) {
+      if (peer && t.peer !== peer) continue;
+      if (
+        open &&
+        (ENDING_STATES.has(t.mine?.state ?? "") ||
+          ENDING_STATES.has(t.theirs?.state ?? ""))
+      ) continue;
+      rows.push({
+        ...t,
+        peerName: await this.#nameOf(t.peer),
+        my_since: t.mine?.ts,
+        their_since: t.theirs?.ts,
+      });
+    }
+    return rows.sort((x, y) => y.updated.localeCompare(x.updated));
+  }
+
+  async #summaries(): Promise<PeerSummary[]> {
+    const threads = await this.#peer.threads();
+    const grants = await this.#peer.store.grants("issued");
+    const now = Date.now();
+    const out: PeerSummary[] = [];
+    for (const p of await this.#peer.peers()) {
+      const mine = threads.filter((t) => t.peer === p.key);
+      const caps = new Set<string>();
+      for (const g of grants) {
+        if (g.grant.sub !== p.key || Date.parse(g.grant.exp) <= now) continue;
+        if (await this.#peer.store.isRevoked(g.hash)) continue;
+        for (const c of g.grant.caps) caps.add(c);
+      }
+      out.push({
+        key: p.key,
+        ...(p.name ? { name: p.name } : {}),
+        ...(p.alias ? { alias: p.alias } : {}),
+        ...(p.about ? { about: p.about } : {}),
+        connected: p.connected,
+        addresses: p.addresses,
+        queued: (await this.#peer.store.outbox(p.key)).length,
+        openThreads: mine.filter((t) =>
+          !ENDING_STATES.has(t.mine?.state ?? "") &&
+          !ENDING_STATES.has(t.theirs?.state ?? "")
+        )
+          .length,
+        unread: mine.reduce((n, t) =>
+          n + t.unread, 0),
+        caps: [...caps],
+      });
+    }
+    return out;
+  }
+
+  async #status(): Promise<StatusResult> {
+    const peers = await this.#summaries();
+    return {
+      key: this.#peer.key,
+      name: this.#name,
+      home: this.#o.home,
+      pid: Deno.pid,
+      addrs: this.#addrs,
+      peers,
+      unread: peers.reduce((n, p) => n + p.unread, 0),
+      notices: this.#notices.length,
+      ...(this.#inspector ? { inspector: this.#inspector.url } : {}),
+      queued: peers.reduce((n, p) => n + p.queued, 0),
+    };
+  }
+
+  async #grant(a: Record<string, unknown>): Promise<unknown> {
+    const key = await this.#key(str(a.to) ?? "");
+    const caps = Array.isArray(a.caps) ? a.caps.map(String) : [];
+    if (caps.length === 0) throw usage("missing capability");
+    for (const c of caps) {
+      if (!GRANT_CAPS.has(c)) {
+        throw usage(
+          `unknown capability "${c}": use ${[...GRANT_CAPS].join(", ")}`,
+        );
+      }
+    }
+    const ttlMs = typeof a.ttlMs === "number" ? a.ttlMs : 3_600_000;
+    if (ttlMs <= 0) throw usage("--ttl must be positive");
+    const grant = await this.#peer.grant(key, caps, { ttlMs });
+    return { hash: await grantHash(grant), grant };
+  }
+
+  async #grants(): Promise<unknown> {
+    const out = [];
+    for (const g of await this.#peer.store.grants()) {
+      out.push({
+        ...g,
+        revoked: await this.#peer.store.isRevoked(g.hash),
+        issName: g.grant.iss === this.#peer.key
+          ? this.#name
+          : await this.#nameOf(g.grant.iss),
+        subName: g.grant.sub === this.#peer.key
+          ? this.#name
+          : await this.#nameOf(g.grant.sub),
+      });
+    }
+    return { grants: out };
+  }
+
+  async #revoke(a: Record<string, unknown>): Promise<unknown> {
+    const q = str(a.hash);
+    if (!q) throw usage("missing grant hash");
+    const hits = (await this.#peer.store.grants()).filter((g) =>
+      g.hash === q || (q.length >= 6 && g.hash.startsWith(q))
+    );
+    const hashes = [...new Set(hits.map((g) => g.hash))];
+    if (hashes.length === 0) throw new ControlError(`no grant with hash ${q}`);
+    if (hashes.length > 1) {
+      throw new ControlError(`ambiguous grant hash ${q}: give more characters`);
+    }
+    await this.#peer.store.revoke(hashes[0]);
+    return { revoked: hashes[0] };
+  }
+
+  async #alias(a: Record<string, unknown>): Promise<unknown> {
+    const alias = str(a.alias);
+    if (!alias) throw usage("missing alias");
+    if (/^(tcp|unix):/.test(alias) || alias.startsWith("ed25519:")) {
+      throw usage(`bad alias "${alias}"`);
+    }
+    const key = await this.#key(str(a.peer) ?? "");
+    const records = await this.#peer.store.peers();
+    const taken = records.find((p) => p.alias === alias && p.key !== key);
+    if (taken) {
+      throw new ControlError(
+        `alias "${alias}" is already used for ${taken.key}`,
+      );
+    }
+    const rec = records.find((p) => p.key === key)!;
+    await this.#peer.store.putPeer({ ...rec, alias });
+    this.#names.delete(key);
+    return { key, alias };
+  }
+
+  // ---- the inbox: unread messages, tail, wait, read ----
+
+  #matches(
+    item: InboxItem,
+    peer: string | undefined,
+    th: string | undefined,
+  ): boolean {
+    return (!peer || item.peer === peer) && (!th || item.th === th);
+  }
+
+  async #markRead(peer: string, th: string): Promise<void> {
+    const rec = await this.#peer.store.thread(peer, th);
+    if (rec && rec.unread > 0) await this.#peer.markRead(peer, th);
+  }
+
+  /** Unread messages (per the thread records' counts), oldest first. */
+  async #unread(
+    peer: string | undefined,
+    th: string | undefined,
+  ): Promise<InboxItem[]> {
+    const items: InboxItem[] = [];
+    const threads: ThreadRecord[] = (await this.#peer.threads()).filter((t) =>
+      t.unread > 0 && (!peer || t.peer === peer) && (!th || t.th === th)
+    );
+    for (const t of threads) {
+      const log = (await this.#peer.log({ peer: t.peer, th: t.th }))
+        .filter((e) => e.dir === "in" && e.t === "msg");
+      for (const e of log.slice(-t.unread)) {
+        const item = await this.#fromLog(e);
+        if (item) items.push(item);
+      }
+    }
+    return items.sort((x, y) => (x.id ?? "").localeCompare(y.id ?? ""));
+  }
+
+  async #fromLog(e: LogEntry): Promise<InboxItem | undefined> {
+    let m: Record<string, unknown>;
+    try {
+      m = JSON.parse(e.line);
+    } catch {
+      return undefined;
+    }
+    const peerName = await this.#nameOf(e.peer);
+    const base = {
+      dir: e.dir,
+      peer: e.peer,
+      ...(peerName ? { peerName } : {}),
+      ts: typeof m.ts === "string" ? m.ts : new Date(e.at).toISOString(),
+      ...(e.id ? { id: e.id } : {}),
+      ...(e.th ? { th: e.th } : {}),
+    };
+    if (e.t === "msg") {
+      const parts = Array.isArray(m.parts)
+        ? m.parts as Array<Record<string, unknown>>
+        : [];
+      const blobs = [];
+      for (const p of parts) {
+        if (p.k !== "blob" || typeof p.ref !== "string") continue;
+        const rec = await this.#peer.store.blob(e.peer, p.ref, e.dir);
+        blobs.push({
+          ref: p.ref,
+          ...(typeof p.name === "string" ? { name: p.name } : {}),
+          size: typeof p.size === "number" ? p.size : rec?.size ?? 0,
+          status: rec?.status ?? "missing",
+          ...(rec?.path ? { path: rec.path } : {}),
+          ...(rec?.sha256 ? { sha256: rec.sha256 } : {}),
+        });
+      }
+      return {
+        event: "message",
+        ...base,
+        ...(blobs.length ? { blobs } : {}),
+        text: parts.filter((p) => p.k === "text").map((p) => String(p.text))
+          .join("\n"),
+        parts,
+        ...(typeof m.subject === "string" ? { subject: m.subject } : {}),
+        ...(typeof m.re === "string" ? { re: m.re } : {}),
+      };
+    }
+    if (e.t === "state") {
+      return {
+        event: "state",
+        ...base,
+        state: String(m.state),
+        ...(typeof m.note === "string" ? { note: m.note } : {}),
+      };
+    }
+    return undefined;
+  }
+
+  async #filters(
+    a: Record<string, unknown>,
+  ): Promise<{ peer?: string; th?: string }> {
+    return {
+      peer: str(a.peer) ? await this.#key(str(a.peer)!) : undefined,
+      th: str(a.thread),
+    };
+  }
+
+  #takeNotices(peer: string | undefined): InboxItem[] {
+    const mine = this.#notices.filter((n) => !peer || n.peer === peer);
+    this.#notices = this.#notices.filter((n) => !mine.includes(n));
+    return mine;
+  }
+
+  async #tail(
+    a: Record<string, unknown>,
+    emit: (item: unknown) => Promise<void>,
+    signal: AbortSignal,
+  ) {
+    const { peer, th } = await this.#filters(a);
+    const all = a.all === true;
+    const mark = a.mark === true;
+    if (a.follow !== true) {
+      const items = [
+        ...(await this.#unread(peer, th)),
+        ...this.#takeNotices(peer),
+      ];
+      for (const item of items) await emit(item);
+      if (mark) {
+        for (const i of items) {
+          if (i.th && i.event === "message") {
+            await this.#markRead(i.peer, i.th);
+          }
+        }
+      }
+      return { items };
+    }
+    const queue: InboxItem[] = [];
+    let wake: (() => void) | undefined;
+    const listener = (item: InboxItem) => {
+      if (!this.#matches(item, peer, th)) return;
+      const content = item.event === "message" || item.event === "state";
+      if (!all && !content && item.event !== "notice") return;
+      if (!all && item.kind === "error") return;
+      queue.push(item);
+      wake?.();
+    };
+    this.#listeners.add(listener);
+    const stop = new Promise<void>((r) => {
+      if (signal.aborted) r();
+      signal.addEventListener("abort", () => r(), { once: true });
+      this.#stopped.then(r);
+    });
+    try {
+      while (!signal.aborted) {
+        while (queue.length > 0) {
+          const item = queue.shift()!;
+          await emit(item);
+          if (mark && item.th && item.event === "message") {
+            await this.#markRead(item.peer, item.th);
+          }
+        }
+        await Promise.race([stop, new Promise<void>((r) => wake = r)]);
+        wake = undefined;
+        if (this.#isStopped) break;
+      }
+    } finally {
+      this.#listeners.delete(listener);
+    }
+    return { items: [] };
+  }
+
+  async #wait(
+    a: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<WaitResult> {
+    const { peer, th } = await this.#filters(a);
+    const states = Array.isArray(a.states) ? a.states.map(String) : undefined;
+    const timeoutMs = typeof a.timeoutMs === "number" ? a.timeoutMs : 300_000;
+    const got: InboxItem[] = [];
+    let wake: (() => void) | undefined;
+    const listener = (item: InboxItem) => {
+      if (!this.#matches(item, peer, th)) return;
+      if (item.event === "message" || item.event === "state") {
+        got.push(item);
+        wake?.();
+      }
+    };
+    this.#listeners.add(listener);
+    const theirState = async (): Promise<string | undefined> => {
+      const recs = (await this.#peer.threads()).filter((t) =>
+        t.th === th && (!peer || t.peer === peer)
+      );
+      return recs.find((r) => r.theirs)?.theirs?.state;
+    };
+    const finish = async (
+      items: InboxItem[],
+      timedOut: boolean,
+    ): Promise<WaitResult> => {
+      for (const i of items) {
+        if (i.th && i.event === "message") await this.#markRead(i.peer, i.th);
+      }
+      const all = [...items, ...this.#takeNotices(peer)];
+      if (!states) return { items: all, timedOut };
+      const state = await theirState();
+      return {
+        items: all,
+        timedOut,
+        matched: state !== undefined && states.includes(state),
+        ...(state ? { state } : {}),
+      };
+    };
+    try {
+      if (states) {
+        const now = await theirState();
+        if (now && states.includes(now)) return await finish([], false);
+      } else {
+        const unread = await this.#unread(peer, th);
+        if (unread.length > 0) return await finish(unread, false);
+      }
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const timeout = new Promise<"timeout">((r) =>
+        timer = setTimeout(() => r("timeout"), timeoutMs)
+      );
+      const aborted = new Promise<"abort">((r) =>
+        signal.addEventListener("abort", () => r("abort"), { once: true })
+      );
+      try {
+        while (got.length === 0) {
+          const r = await Promise.race([
+            timeout,
+            aborted,
+            this.#stopped.then(() => "abort" as const),
+            new Promise<"item">((res) => wake = () => res("item")),
+          ]);
+          if (r === "timeout") return await finish([], true);
+          if (r === "abort") throw new ControlError("interrupted");
+        }
+        // Let lines that arrived together land in the same answer.
+        await new Promise((r) => setTimeout(r, 50));
+        return await finish(got.splice(0), false);
+      } finally {
+        clearTimeout(timer);
+      }
+    } finally {
+      this.#listeners.delete(listener);
+    }
+  }
+
+  async #read(a: Record<string, unknown>): Promise<unknown> {
+    const { peer, th } = await this.#filters(a);
+    const last = typeof a.last === "number" ? a.last : 50;
+    let entries: LogEntry[];
+    if (th) {
+      const peers = peer ? [peer] : [
+        ...new Set(
+          (await this.#peer.threads()).filter((t) => t.th === th).map((t) =>
+            t.peer
+          ),
+        ),
+      ];
+      if (peers.length === 0) throw new ControlError(`unknown thread "${th}"`);
+      entries = [];
+      for (const p of peers) {
+        entries.push(...await this.#peer.log({ peer: p, th }));
+      }
+    } else {
+      entries = await this.#peer.log(peer ? { peer } : {});
+    }
+    // A line replayed after a reconnect is logged again: show it once.
+    const seen = new Set<string>();
+    entries = entries
+      .filter((e) => e.t === "msg" || e.t === "state")
+      .sort((x, y) => x.seq - y.seq)
+      .filter((e) => {
+        const id = `${e.dir} ${e.peer} ${e.id}`;
+        if (seen.has(id)) return false;
+        seen.add(id);
+        return true;
+      })
+      .slice(-last);
+    const items: InboxItem[] = [];
+    for (const e of entries) {
+      const item = await this.#fromLog(e);
+      if (item) items.push(item);
+    }
+    if (a.mark !== false) {
+      const seen = new Set<string>();
+      for (const i of items) {
+        if (!i.th || seen.has(`${i.peer} ${i.th}`)) continue;
+        seen.add(`${i.peer} ${i.th}`);
+        await this.#markRead(i.peer, i.th);
+      }
+    }
+    return { items };
+  }
+}

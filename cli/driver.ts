@@ -1,0 +1,466 @@
+/**
+ * The stdin/stdout driver: a {@link Peer} whose commands come from stdin and
+ * whose events go to stdout, one JSON object per line each way, the same
+ * contract as the Python SDK's `python -m awp` and the TypeScript SDK's
+ * `awp-peer` (commands send, state, blob, grant, bye, quit; events
+ * identity, listening, connected, recv, sent, acked, blob, disconnected,
+ * error). It runs its own Peer in-process with `--state DIR` as its home;
+ * closing stdin does not stop it.
+ *
+ * @module
+ */
+
+import { Peer } from "../actors/peer.ts";
+import type { PeerEvent } from "../actors/peer_events.ts";
+import { StoreUnavailableError } from "../storage/open_store.ts";
+import { parseAddress } from "../wire/address.ts";
+import type { Part } from "../wire/types.ts";
+import { type FlagSpec, parseArgs, UsageError } from "./args.ts";
+import { kvAvailable, reexecWithKv } from "./self_command.ts";
+
+/**
+ * The usage text of `awp driver`.
+ *
+ * @example
+ * ```ts
+ * import { DRIVER_USAGE } from "./driver.ts";
+ * console.log(DRIVER_USAGE.startsWith("usage: awp driver")); // true
+ * ```
+ */
+export const DRIVER_USAGE =
+  `usage: awp driver --state DIR [--name N] [--ping-interval S] [--max-blob B] [--trust KEY] [--about T] [-v] listen ADDR | connect ADDR
+
+A peer driven over stdin/stdout, one JSON object per line each way.
+commands: send {th,text,subject?,re?,parts?}, state {th,state,note?}, blob {th,path,text?},
+          grant {sub,caps,ttl}, bye {reason?}, quit; any may add "peer":"ed25519:..."
+events:   identity, listening, connected, recv, sent, acked, blob, disconnected, error`;
+
+const FLAGS: FlagSpec[] = [
+  { name: "state", type: "string" },
+  { name: "name", type: "string" },
+  { name: "ping-interval", type: "string" },
+  { name: "max-blob", type: "string" },
+  { name: "trust", type: "list" },
+  { name: "about", type: "string" },
+  { name: "verbose", short: "v", type: "boolean" },
+];
+
+/** One command read from stdin. */
+export interface DriverCommand {
+  cmd: string;
+  peer?: string;
+  [field: string]: unknown;
+}
+
+const encoder = new TextEncoder();
+
+function writeLine(
+  stream: { writeSync(p: Uint8Array): number },
+  text: string,
+): void {
+  const bytes = encoder.encode(text + "\n");
+  let off = 0;
+  while (off < bytes.length) off += stream.writeSync(bytes.subarray(off));
+}
+
+function oneLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split(
+    "\n",
+  )[0];
+}
+
+function positiveNumber(
+  text: string | undefined,
+  flag: string,
+): number | undefined {
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (!Number.isFinite(n) || n < 0) {
+    throw new UsageError(`bad ${flag} "${text}": give a non-negative number`);
+  }
+  return n;
+}
+
+/**
+ * Runs the driver with `args` (after `driver`) until `quit` or a signal;
+ * resolves with the exit code (2 on a usage error, 1 when it cannot start).
+ *
+ * @example
+ * ```ts ignore
+ * import { driverMain } from "./driver.ts";
+ * Deno.exit(await driverMain(["--state", "/tmp/d", "listen", "tcp:127.0.0.1:0"]));
+ * ```
+ */
+export async function driverMain(args: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs(args, FLAGS);
+    if (parsed.bool("help")) {
+      writeLine(Deno.stdout, DRIVER_USAGE);
+      return 0;
+    }
+    const [mode, addr] = parsed.positionals;
+    if (mode !== "listen" && mode !== "connect") {
+      throw new UsageError("give listen ADDR or connect ADDR");
+    }
+    if (!addr) throw new UsageError(`${mode} needs an address`);
+    parseAddress(addr);
+    if (!parsed.string("state")) {
+      throw new UsageError("--state DIR is required");
+    }
+  } catch (error) {
+    writeLine(Deno.stderr, `awp: ${oneLine(error)}`);
+    return 2;
+  }
+  const reexec = await reexecWithKv(["driver", ...args]);
+  if (reexec !== undefined) return reexec;
+  if (!kvAvailable()) {
+    writeLine(
+      Deno.stderr,
+      "awp: durable storage needs Deno KV: run with --unstable-kv",
+    );
+    return 1;
+  }
+  let pingS: number | undefined;
+  let maxBlob: number | undefined;
+  try {
+    pingS = positiveNumber(parsed.string("ping-interval"), "--ping-interval");
+    maxBlob = positiveNumber(parsed.string("max-blob"), "--max-blob");
+  } catch (error) {
+    writeLine(Deno.stderr, `awp: ${oneLine(error)}`);
+    return 2;
+  }
+  const driver = new Driver({
+    home: parsed.string("state")!,
+    name: parsed.string("name"),
+    about: parsed.string("about"),
+    pingIntervalMs: pingS === undefined ? undefined : Math.round(pingS * 1000),
+    maxBlobBytes: maxBlob === undefined ? undefined : Math.floor(maxBlob),
+    verbose: parsed.bool("verbose"),
+    trust: parsed.list("trust"),
+  });
+  const [mode, addr] = parsed.positionals as ["listen" | "connect", string];
+  return await driver.run(mode, addr);
+}
+
+interface DriverOptions {
+  home: string;
+  name?: string;
+  about?: string;
+  pingIntervalMs?: number;
+  maxBlobBytes?: number;
+  verbose: boolean;
+  trust: string[];
+}
+
+class Driver {
+  readonly #o: DriverOptions;
+  #peer!: Peer;
+  /** The last peer that connected: the default target. */
+  #current: string | undefined;
+  /** Commands given before any peer connected. */
+  #pending: DriverCommand[] = [];
+  /** Commands run one at a time, in order. */
+  #chain: Promise<void> = Promise.resolve();
+  #done!: (code: number) => void;
+
+  constructor(options: DriverOptions) {
+    this.#o = options;
+  }
+
+  #emit(event: Record<string, unknown>): void {
+    writeLine(Deno.stdout, JSON.stringify(event));
+    if (this.#o.verbose) {
+      writeLine(Deno.stderr, `event ${JSON.stringify(event).slice(0, 300)}`);
+    }
+  }
+
+  #error(detail: string): void {
+    this.#emit({ event: "error", detail });
+  }
+
+  async run(mode: "listen" | "connect", addr: string): Promise<number> {
+    try {
+      this.#peer = await Peer.open({
+        home: this.#o.home,
+        ...(this.#o.name !== undefined ? { name: this.#o.name } : {}),
+        ...(this.#o.about !== undefined ? { about: this.#o.about } : {}),
+        ...(this.#o.trust.length ? { trust: this.#o.trust } : {}),
+        ...(this.#o.maxBlobBytes !== undefined
+          ? { maxBlobBytes: this.#o.maxBlobBytes }
+          : {}),
+        ...(this.#o.pingIntervalMs !== undefined
+          ? { timeouts: { pingInterval: this.#o.pingIntervalMs } }
+          : {}),
+      });
+    } catch (error) {
+      writeLine(
+        Deno.stderr,
+        `awp: ${
+          error instanceof StoreUnavailableError
+            ? error.message
+            : `cannot open ${this.#o.home}: ${oneLine(error)}`
+        }`,
+      );
+      return 1;
+    }
+    const finished = new Promise<number>((r) => this.#done = r);
+    this.#emit({
+      event: "identity",
+      key: this.#peer.key,
+      name: this.#o.name ?? null,
+    });
+    const pump = this.#pump();
+    const onSignal = () => this.#done(0);
+    Deno.addSignalListener("SIGINT", onSignal);
+    Deno.addSignalListener("SIGTERM", onSignal);
+    this.#readStdin();
+    try {
+      if (mode === "listen") {
+        const real = await this.#peer.listen(addr);
+        this.#emit({ event: "listening", addr: real, key: this.#peer.key });
+      } else {
+        await this.#peer.connect(addr);
+      }
+    } catch (error) {
+      this.#error(`${mode} ${addr}: ${oneLine(error)}`);
+      await this.#peer.close().catch(() => {});
+      return 1;
+    }
+    const code = await finished;
+    Deno.removeSignalListener("SIGINT", onSignal);
+    Deno.removeSignalListener("SIGTERM", onSignal);
+    await this.#peer.close().catch(() => {});
+    await pump;
+    return code;
+  }
+
+  async #readStdin(): Promise<void> {
+    const decoder = new TextDecoder();
+    let buffer = "";
+    try {
+      for await (const chunk of Deno.stdin.readable) {
+        buffer += decoder.decode(chunk, { stream: true });
+        let nl: number;
+        while ((nl = buffer.indexOf("\n")) !== -1) {
+          const line = buffer.slice(0, nl).trim();
+          buffer = buffer.slice(nl + 1);
+          if (line !== "") this.#command(line);
+        }
+      }
+      if (buffer.trim() !== "") this.#command(buffer.trim());
+    } catch (error) {
+      if (this.#o.verbose) writeLine(Deno.stderr, `stdin: ${oneLine(error)}`);
+    }
+    // Closing stdin does not stop the peer.
+  }
+
+  #command(line: string): void {
+    let cmd: DriverCommand;
+    try {
+      const value = JSON.parse(line);
+      if (
+        typeof value !== "object" || value === null ||
+        typeof value.cmd !== "string"
+      ) {
+        throw new Error('a command is a JSON object with a string "cmd"');
+      }
+      cmd = value as DriverCommand;
+    } catch (error) {
+      this.#error(`bad command: ${oneLine(error)}`);
+      return;
+    }
+    if (this.#o.verbose) {
+      writeLine(Deno.stderr, `command ${line.slice(0, 300)}`);
+    }
+    if (cmd.cmd === "quit") {
+      // At once, without a bye: everything queued is already durable.
+      Deno.exit(0);
+    }
+    if (!["send", "state", "blob", "grant", "bye"].includes(cmd.cmd)) {
+      this.#error(`unknown command "${cmd.cmd}"`);
+      return;
+    }
+    if (cmd.peer === undefined && this.#current === undefined) {
+      this.#pending.push(cmd);
+      return;
+    }
+    this.#enqueue(cmd);
+  }
+
+  #enqueue(cmd: DriverCommand): void {
+    this.#chain = this.#chain.then(() => this.#execute(cmd)).catch((error) =>
+      this.#error(`${cmd.cmd}: ${oneLine(error)}`)
+    );
+  }
+
+  async #execute(cmd: DriverCommand): Promise<void> {
+    const to = typeof cmd.peer === "string" ? cmd.peer : this.#current!;
+    const str = (name: string): string | undefined =>
+      typeof cmd[name] === "string" ? cmd[name] as string : undefined;
+    switch (cmd.cmd) {
+      case "send": {
+        const parts = Array.isArray(cmd.parts)
+          ? cmd.parts as Part[]
+          : undefined;
+        const sent = await this.#peer.send(to, str("text") ?? "", {
+          ...(str("th") ? { thread: str("th") } : {}),
+          ...(str("subject") ? { subject: str("subject") } : {}),
+          ...(str("re") ? { re: str("re") } : {}),
+          ...(parts ? { parts } : {}),
+        });
+        this.#emit({ event: "sent", id: sent.id, t: "msg", th: sent.th });
+        return;
+      }
+      case "state": {
+        const th = str("th");
+        const state = str("state");
+        if (!th || !state) throw new Error("state needs th and state");
+        const sent = await this.#peer.setState(to, th, state, str("note"));
+        this.#emit({ event: "sent", id: sent.id, t: "state", th });
+        return;
+      }
+      case "blob": {
+        const path = str("path");
+        if (!path) throw new Error("blob needs path");
+        const sent = await this.#peer.send(to, str("text") ?? "", {
+          ...(str("th") ? { thread: str("th") } : {}),
+          files: [path],
+        });
+        this.#emit({ event: "sent", id: sent.id, t: "msg", th: sent.th });
+        return;
+      }
+      case "grant": {
+        const caps = Array.isArray(cmd.caps) ? cmd.caps.map(String) : [];
+        if (caps.length === 0) throw new Error("grant needs caps");
+        const ttl = typeof cmd.ttl === "number" ? cmd.ttl : 3600;
+        const grant = await this.#peer.grant(str("sub") ?? to, caps, {
+          ttlMs: Math.round(ttl * 1000),
+        });
+        this.#emit({ event: "sent", t: "grant", id: grant.nonce, grant });
+        return;
+      }
+      case "bye":
+        await this.#peer.bye(to, str("reason"));
+        return;
+    }
+  }
+
+  async #pump(): Promise<void> {
+    for await (const ev of this.#peer.events()) {
+      try {
+        await this.#onEvent(ev);
+      } catch (error) {
+        this.#error(`event: ${oneLine(error)}`);
+      }
+    }
+  }
+
+  /** The state line as received, from the store's log (falls back to its fields). */
+  async #stateLine(
+    ev: Extract<PeerEvent, { type: "state" }>,
+  ): Promise<unknown> {
+    try {
+      const log = await this.#peer.log({ peer: ev.peer, th: ev.th });
+      const hit = log.findLast((e) => e.dir === "in" && e.id === ev.id);
+      if (hit) return JSON.parse(hit.line);
+    } catch { /* fall back */ }
+    return {
+      t: "state",
+      id: ev.id,
+      th: ev.th,
+      state: ev.state,
+      ...(ev.note !== undefined ? { note: ev.note } : {}),
+    };
+  }
+
+  async #onEvent(ev: PeerEvent): Promise<void> {
+    switch (ev.type) {
+      case "connected": {
+        // The accepting side writes the peer record just after this event.
+        let rec = await this.#peer.store.peer(ev.peer);
+        for (let i = 0; i < 20 && !rec?.caps; i++) {
+          await new Promise((r) => setTimeout(r, 25));
+          rec = await this.#peer.store.peer(ev.peer);
+        }
+        this.#current = ev.peer;
+        this.#emit({
+          event: "connected",
+          key: ev.peer,
+          name: ev.name ?? rec?.name ?? null,
+          caps: rec?.caps ?? [],
+          about: rec?.about ?? null,
+        });
+        for (const cmd of this.#pending.splice(0)) this.#enqueue(cmd);
+        return;
+      }
+      case "disconnected":
+        this.#emit({ event: "disconnected", reason: ev.reason, key: ev.peer });
+        return;
+      case "message":
+        this.#emit({ event: "recv", msg: ev.message });
+        return;
+      case "state":
+        this.#emit({ event: "recv", msg: await this.#stateLine(ev) });
+        return;
+      case "grant":
+        this.#emit({ event: "recv", msg: { t: "grant", grant: ev.grant } });
+        return;
+      case "introduced":
+        this.#emit({
+          event: "recv",
+          msg: {
+            t: "introduce",
+            peer: {
+              key: ev.key,
+              ...(ev.name !== undefined ? { name: ev.name } : {}),
+              ...(ev.address !== undefined ? { address: ev.address } : {}),
+            },
+            ...(ev.grant ? { grant: ev.grant } : {}),
+          },
+        });
+        return;
+      case "bye":
+        this.#emit({
+          event: "recv",
+          msg: {
+            t: "bye",
+            ...(ev.reason !== undefined ? { reason: ev.reason } : {}),
+          },
+        });
+        return;
+      case "acked":
+        this.#emit({ event: "acked", id: ev.id });
+        return;
+      case "blob":
+        if (ev.dir === "in" && ev.status === "complete") {
+          this.#emit({
+            event: "blob",
+            ref: ev.ref,
+            path: ev.path,
+            size: ev.size,
+            sha256: ev.sha256,
+          });
+        } else if (ev.status !== "complete") {
+          this.#error(
+            `blob ${ev.ref} ${ev.status}${ev.detail ? `: ${ev.detail}` : ""}`,
+          );
+        }
+        return;
+      case "error":
+        if (ev.remote) {
+          this.#emit({
+            event: "recv",
+            msg: {
+              t: "err",
+              code: ev.code,
+              ...(ev.detail ? { detail: ev.detail } : {}),
+              ...(ev.ref !== undefined ? { ref: ev.ref } : {}),
+              ...(ev.re !== undefined ? { re: ev.re } : {}),
+            },
+          });
+        } else this.#error(`${ev.code}: ${ev.detail}`);
+        return;
+    }
+  }
+}

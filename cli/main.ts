@@ -1,0 +1,237 @@
+/**
+ * The `awp` command line: dispatches to the daemon, the commands, the
+ * driver and the conformance runner. With no command it runs the daemon in
+ * the foreground.
+ *
+ * @module
+ */
+
+import { conformMain } from "../conform/cli.ts";
+import schema from "../schema/awp.schema.json" with { type: "json" };
+import config from "../deno.json" with { type: "json" };
+import { type FlagSpec, parseArgs, UsageError } from "./args.ts";
+import { COMMANDS, makeContext } from "./commands.ts";
+import { ControlError } from "./control.ts";
+import { runDaemon } from "./daemon.ts";
+import { driverMain } from "./driver.ts";
+import { resolveHome } from "./home.ts";
+import { Output } from "./output.ts";
+import { kvAvailable, reexecWithKv } from "./self_command.ts";
+
+/**
+ * The package version and protocol, as `version` prints them.
+ *
+ * @example
+ * ```ts
+ * import { VERSION } from "./main.ts";
+ * console.log(VERSION.endsWith("(protocol v0)")); // true
+ * ```
+ */
+export const VERSION = `awp ${config.version} (protocol v0)`;
+
+const DAEMON_FLAGS: FlagSpec[] = [
+  { name: "name", type: "string" },
+  { name: "about", type: "string" },
+  { name: "listen", type: "list" },
+  { name: "max-blob", type: "string" },
+  { name: "log", type: "string" },
+  { name: "inspect", type: "optional" },
+  { name: "allow-host", type: "list" },
+  { name: "trust", type: "list" },
+  { name: "accept", type: "string" },
+  { name: "allow", type: "list" },
+  { name: "serve", type: "string" },
+  { name: "root", type: "string" },
+  { name: "presence", type: "boolean" },
+];
+
+const DAEMON_USAGE =
+  "awp [daemon] [--home DIR] [--name NAME] [--about TEXT] [--listen ADDR]... [--max-blob BYTES]\n" +
+  "       [--trust KEY]... [--accept any|allowlist] [--allow KEY]... [--serve exec,fs:read,fs:write]\n" +
+  "       [--root DIR] [--presence] [--inspect[=HOST:PORT]] [--allow-host HOST]...";
+
+function usageText(): string {
+  const names = Object.keys(COMMANDS);
+  const rows = names.map((n) => `  ${n.padEnd(10)} ${COMMANDS[n].summary}`);
+  return [
+    "usage: awp <command> [flags] [args]",
+    "",
+    "With no command, runs the daemon in the foreground and prints the address to share.",
+    "",
+    "commands:",
+    `  ${"daemon".padEnd(10)} run the daemon in the foreground`,
+    ...rows,
+    `  ${"schema".padEnd(10)} print the JSON Schema of every message`,
+    `  ${"version".padEnd(10)} print the version`,
+    `  ${
+      "conform".padEnd(10)
+    } check a peer against the protocol (awp conform --help)`,
+    `  ${
+      "driver".padEnd(10)
+    } run a peer driven over stdin/stdout (awp driver --help)`,
+    "",
+    "Every command takes --home DIR (default $AWP_HOME, else ~/.awp), --json and --help.",
+    "A peer is its name, an alias, a key prefix (4+ characters) or an address.",
+    "Exit codes: 0 ok, 1 error, 2 usage error or wait timeout, 3 no daemon.",
+  ].join("\n");
+}
+
+function flagHelp(flags: FlagSpec[]): string {
+  if (flags.length === 0) return "";
+  const rows = flags.map((f) => {
+    const name = `${f.short ? `-${f.short}, ` : ""}--${f.name}${
+      f.type === "boolean" ? "" : " VALUE"
+    }`;
+    return `  ${name}${f.type === "list" ? "   (repeatable)" : ""}`;
+  });
+  return `\nflags:\n${rows.join("\n")}\n  --home DIR\n  --json\n  -h, --help`;
+}
+
+async function daemonCommand(argv: string[], out: Output): Promise<number> {
+  const args = parseArgs(argv, DAEMON_FLAGS);
+  if (args.bool("help")) {
+    out.line(`usage: ${DAEMON_USAGE}${flagHelp(DAEMON_FLAGS)}`);
+    return 0;
+  }
+  if (args.positionals.length > 0) {
+    throw new UsageError(`unexpected argument "${args.positionals[0]}"`);
+  }
+  const reexec = await reexecWithKv(["daemon", ...argv]);
+  if (reexec !== undefined) return reexec;
+  if (!kvAvailable()) {
+    out.error(
+      "durable storage needs Deno KV: run with --unstable-kv (deno run -A --unstable-kv ...)",
+    );
+    return 1;
+  }
+  let maxBlobBytes: number | undefined;
+  const mb = args.string("max-blob");
+  if (mb !== undefined) {
+    maxBlobBytes = Number(mb);
+    if (!Number.isSafeInteger(maxBlobBytes) || maxBlobBytes < 0) {
+      throw new UsageError(`bad --max-blob "${mb}": give bytes`);
+    }
+  }
+  const accept = args.string("accept");
+  if (accept !== undefined && accept !== "any" && accept !== "allowlist") {
+    throw new UsageError(`bad --accept "${accept}": use any or allowlist`);
+  }
+  const serve = (args.string("serve") ?? "").split(",").map((s) => s.trim())
+    .filter(Boolean);
+  for (const cap of serve) {
+    if (!["exec", "fs:read", "fs:write"].includes(cap)) {
+      throw new UsageError(`bad --serve "${cap}": use exec, fs:read, fs:write`);
+    }
+  }
+  return await runDaemon({
+    home: resolveHome(args.string("home")),
+    name: args.string("name"),
+    about: args.string("about"),
+    listen: args.list("listen"),
+    maxBlobBytes,
+    log: args.string("log"),
+    ...(args.has("inspect") ? { inspect: args.string("inspect") ?? "" } : {}),
+    allowHosts: args.list("allow-host"),
+    trust: args.list("trust"),
+    allow: args.list("allow"),
+    serve,
+    presence: args.bool("presence"),
+    ...(accept ? { accept } : {}),
+    ...(args.string("root") ? { root: args.string("root") } : {}),
+    announce: !args.string("log"),
+  });
+}
+
+/**
+ * Runs the CLI with `args` (without the program name) and resolves with
+ * the exit code. Errors are printed as one line on stderr.
+ *
+ * @example
+ * ```ts
+ * import { main } from "./main.ts";
+ * const code = await main(["version"]); // prints "awp 0.1.0 (protocol v0)"
+ * console.log(code); // 0
+ * ```
+ */
+export async function main(args: string[]): Promise<number> {
+  const json = args.includes("--json");
+  const out = new Output({ json });
+  const [first, ...rest] = args;
+  try {
+    if (
+      first === undefined ||
+      (first.startsWith("-") && first !== "-h" && first !== "--help")
+    ) {
+      return await daemonCommand(args, out);
+    }
+    switch (first) {
+      case "-h":
+      case "--help":
+        out.line(usageText());
+        return 0;
+      case "help": {
+        const cmd = rest[0] ? COMMANDS[rest[0]] : undefined;
+        if (rest[0] && !cmd) {
+          throw new UsageError(`unknown command "${rest[0]}"`);
+        }
+        out.line(
+          cmd
+            ? `usage: ${cmd.usage}\n\n${cmd.summary}${flagHelp(cmd.flags)}`
+            : usageText(),
+        );
+        return 0;
+      }
+      case "daemon":
+        return await daemonCommand(rest, out);
+      case "version":
+      case "--version":
+        if (rest.includes("--help") || rest.includes("-h")) {
+          out.line("usage: awp version [--json]");
+          return 0;
+        }
+        if (json) out.value({ version: config.version, protocol: 0 });
+        else out.line(VERSION);
+        return 0;
+      case "schema":
+        if (rest.includes("--help") || rest.includes("-h")) {
+          out.line(
+            "usage: awp schema\n\nprints the JSON Schema (draft 2020-12) of every AWP message",
+          );
+          return 0;
+        }
+        out.line(JSON.stringify(schema, null, 2));
+        return 0;
+      case "conform":
+        return await conformMain(rest);
+      case "driver":
+        return await driverMain(rest);
+    }
+    const command = COMMANDS[first];
+    if (!command) {
+      throw new UsageError(
+        `unknown command "${first}" (awp --help lists them)`,
+      );
+    }
+    const parsed = parseArgs(rest, command.flags);
+    if (parsed.bool("help")) {
+      out.line(
+        `usage: ${command.usage}\n\n${command.summary}${
+          flagHelp(command.flags)
+        }`,
+      );
+      return 0;
+    }
+    return await command.run(makeContext(parsed, out));
+  } catch (error) {
+    if (error instanceof UsageError) {
+      out.error(error.message);
+      return 2;
+    }
+    if (error instanceof ControlError) {
+      out.error(error.message);
+      return error.code;
+    }
+    out.error(error instanceof Error ? error.message : String(error));
+    return 1;
+  }
+}

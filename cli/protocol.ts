@@ -1,0 +1,89 @@
+/**
+ * The shapes the daemon answers control requests with, shared by the
+ * daemon ({@link ./daemon.ts}) and the commands ({@link ./commands.ts}).
+ *
+ * @module
+ */
+
+/** One known peer as `peers` and `status` list it. */
+export interface PeerSummary {
+  key: string;
+  name?: string;
+  alias?: string;
+  about?: string;
+  connected: boolean;
+  addresses: string[];
+  /** Unacked outbox lines. */
+  queued: number;
+  /** Threads not done, failed or closed. */
+  openThreads: number;
+  unread: number;
+  /** Capabilities this peer holds on us (grants we issued it, unexpired). */
+  caps: string[];
+}
+
+/** The daemon's `status`. */
+export interface StatusResult {
+  key: string;
+  name?: string;
+  home: string;
+  pid: number;
+  /** Addresses we listen on, to share. */
+  addrs: string[];
+  peers: PeerSummary[];
+  unread: number;
+  notices: number;
+  queued: number;
+  /** The live inspector's URL, when the daemon serves it. */
+  inspector?: string;
+}
+
+/** What `send` and `state` answer. */
+export interface SendResult {
+  id: string;
+  th: string;
+  /** Same as `th` (the reference prints both). */
+  thread: string;
+  peer: string;
+  acked: boolean;
+  connected: boolean;
+  /** A note about unread messages in the thread, if any. */
+  note?: string;
+  /** The blobs this send carries (for the progress bar). */
+  blobs?: Array<{ ref: string; size: number; name?: string }>;
+}
+
+/**
+ * One item of the inbox stream (tail, wait, listen, read): a message, a
+ * state change, a notice (bye, grant, introduce, blob, error), a line we
+ * sent (`dir: "out"`), or a connection event.
+ */
+export interface InboxItem {
+  event: "message" | "state" | "notice" | "connected" | "disconnected";
+  dir: "in" | "out";
+  peer: string;
+  peerName?: string;
+  ts: string;
+  id?: string;
+  th?: string;
+  subject?: string;
+  re?: string;
+  text?: string;
+  parts?: unknown[];
+  blobs?: unknown[];
+  state?: string;
+  note?: string;
+  /** For notices: what kind (bye, grant, introduced, blob, error). */
+  kind?: string;
+  detail?: string;
+}
+
+/** What `wait` answers. */
+export interface WaitResult {
+  items: InboxItem[];
+  timedOut: boolean;
+  /** Under `--state`: whether the waited-for state was reached. */
+  matched?: boolean;
+  /** Under `--state`: the peer's state on the thread now. */
+  state?: string;
+}

@@ -1,0 +1,99 @@
+/**
+ * How this program runs itself again: for the background daemon and for
+ * the one-time re-execution with `--unstable-kv`.
+ *
+ * @module
+ */
+
+/**
+ * The executable and arguments that run this program with `args`: the
+ * compiled binary itself, or `deno run -A --unstable-kv <main module>`.
+ *
+ * @example
+ * ```ts
+ * import { selfCommand } from "./self_command.ts";
+ * const { args } = selfCommand(["version"]);
+ * console.log(args.at(-1)); // "version"
+ * ```
+ */
+export function selfCommand(
+  args: readonly string[],
+): { command: string; args: string[] } {
+  if (Deno.build.standalone) {
+    return { command: Deno.execPath(), args: [...args] };
+  }
+  return {
+    command: Deno.execPath(),
+    args: ["run", "-A", "--unstable-kv", Deno.mainModule, ...args],
+  };
+}
+
+/**
+ * Set in the environment of a re-executed process, so it happens once.
+ *
+ * @example
+ * ```ts
+ * import { REEXEC_ENV } from "./self_command.ts";
+ * console.log(REEXEC_ENV); // "AWP_REEXECUTED"
+ * ```
+ */
+export const REEXEC_ENV = "AWP_REEXECUTED";
+
+/**
+ * True when Deno KV can be opened in this process.
+ *
+ * @example
+ * ```ts
+ * import { kvAvailable } from "./self_command.ts";
+ * console.log(typeof kvAvailable()); // "boolean"
+ * ```
+ */
+export function kvAvailable(): boolean {
+  return typeof (Deno as { openKv?: unknown }).openKv === "function";
+}
+
+/**
+ * Re-runs this program with `--unstable-kv` when Deno KV is missing, once
+ * (guarded by {@link REEXEC_ENV}), with stdio inherited. Resolves with the
+ * child's exit code, or `undefined` when no re-execution is needed or
+ * possible.
+ *
+ * @example
+ * ```ts
+ * import { reexecWithKv } from "./self_command.ts";
+ * // With KV available (deno.json turns it on) nothing happens:
+ * console.log(await reexecWithKv(["version"])); // undefined
+ * ```
+ */
+export async function reexecWithKv(
+  args: readonly string[],
+): Promise<number | undefined> {
+  if (
+    kvAvailable() || Deno.env.get(REEXEC_ENV) === "1" || Deno.build.standalone
+  ) return undefined;
+  const { command, args: argv } = selfCommand(args);
+  try {
+    const child = new Deno.Command(command, {
+      args: argv,
+      env: { [REEXEC_ENV]: "1" },
+      stdin: "inherit",
+      stdout: "inherit",
+      stderr: "inherit",
+    }).spawn();
+    const forward = (sig: Deno.Signal) => () => {
+      try {
+        child.kill(sig);
+      } catch { /* gone */ }
+    };
+    const onInt = forward("SIGINT");
+    const onTerm = forward("SIGTERM");
+    Deno.addSignalListener("SIGINT", onInt);
+    Deno.addSignalListener("SIGTERM", onTerm);
+    const status = await child.status;
+    Deno.removeSignalListener("SIGINT", onInt);
+    Deno.removeSignalListener("SIGTERM", onTerm);
+    return status.code;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,526 @@
+// End to end through the CLI, as real processes: two homes in temp dirs,
+// each with its own daemon on tcp 127.0.0.1 port 0, talking over real
+// sockets and storing in real Deno KV files.
+
+import assert from "node:assert/strict";
+
+const MOD = new URL("../mod.ts", import.meta.url).pathname;
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function awp(home: string, args: string[], stdin?: string): Promise<Run> {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--unstable-kv", MOD, ...args, "--home", home],
+    stdin: stdin === undefined ? "null" : "piped",
+    stdout: "piped",
+    stderr: "piped",
+    env: { NO_COLOR: "1" },
+  }).spawn();
+  if (stdin !== undefined) {
+    const w = child.stdin.getWriter();
+    await w.write(new TextEncoder().encode(stdin));
+    await w.close();
+  }
+  const out = await child.output();
+  return {
+    code: out.code,
+    stdout: new TextDecoder().decode(out.stdout),
+    stderr: new TextDecoder().decode(out.stderr),
+  };
+}
+
+async function ok(
+  home: string,
+  args: string[],
+  stdin?: string,
+): Promise<string> {
+  const r = await awp(home, args, stdin);
+  assert.equal(
+    r.code,
+    0,
+    `awp ${args.join(" ")} failed (${r.code}): ${r.stderr}${r.stdout}`,
+  );
+  return r.stdout;
+}
+
+async function okJson<T = Record<string, unknown>>(
+  home: string,
+  args: string[],
+): Promise<T> {
+  return JSON.parse(await ok(home, [...args, "--json"])) as T;
+}
+
+/** A bad input: this exit code, exactly one line on stderr naming `pattern`. */
+async function fails(
+  home: string,
+  args: string[],
+  code: number,
+  pattern: RegExp,
+): Promise<void> {
+  const r = await awp(home, args);
+  assert.equal(
+    r.code,
+    code,
+    `awp ${args.join(" ")}: expected exit ${code}, got ${r.code}: ${r.stderr}`,
+  );
+  const lines = r.stderr.trimEnd().split("\n");
+  assert.equal(lines.length, 1, `one line expected, got: ${r.stderr}`);
+  assert.match(lines[0], pattern);
+}
+
+async function down(home: string): Promise<void> {
+  await awp(home, ["down"]).catch(() => {});
+  // Kill a daemon that did not stop (its pid is in the lock file).
+  const pid = Number(
+    (await Deno.readTextFile(`${home}/daemon.lock`).catch(() => "")).trim(),
+  );
+  if (pid > 0) {
+    try {
+      Deno.kill(pid, "SIGKILL");
+    } catch { /* already gone */ }
+  }
+}
+
+interface Status {
+  key: string;
+  addrs: string[];
+  queued: number;
+  peers: Array<
+    { key: string; name?: string; connected: boolean; queued: number }
+  >;
+}
+
+async function twoPeers(
+  fn: (
+    a: { home: string; status: Status },
+    b: { home: string; status: Status },
+  ) => Promise<void>,
+  extraB: string[] = [],
+): Promise<void> {
+  const ha = await Deno.makeTempDir({ prefix: "awp-cli-a-" });
+  const hb = await Deno.makeTempDir({ prefix: "awp-cli-b-" });
+  try {
+    await ok(ha, ["up", "--name", "alice", "--listen", "tcp:127.0.0.1:0"]);
+    await ok(hb, [
+      "up",
+      "--name",
+      "bob",
+      "--listen",
+      "tcp:127.0.0.1:0",
+      ...extraB,
+    ]);
+    const sa = await okJson<Status>(ha, ["status"]);
+    const sb = await okJson<Status>(hb, ["status"]);
+    await fn({ home: ha, status: sa }, { home: hb, status: sb });
+  } finally {
+    await down(ha);
+    await down(hb);
+    await Deno.remove(ha, { recursive: true }).catch(() => {});
+    await Deno.remove(hb, { recursive: true }).catch(() => {});
+  }
+}
+
+Deno.test("cli: connect, send code/data/file, wait, read, state done, threads, grants, bye", async () => {
+  await twoPeers(async (a, b) => {
+    const c = await okJson<{ key: string; already: boolean }>(b.home, [
+      "connect",
+      a.status.addrs[0],
+    ]);
+    assert.equal(c.key, a.status.key);
+    assert.equal(c.already, false);
+    const again = await okJson<{ already: boolean }>(b.home, [
+      "connect",
+      "alice",
+    ]);
+    assert.equal(again.already, true);
+
+    const dir = await Deno.makeTempDir({ prefix: "awp-cli-files-" });
+    try {
+      await Deno.writeTextFile(`${dir}/main.ts`, "console.log(1);\n");
+      const blob = new Uint8Array(300_000).map((_, i) => (i * 7919) % 251);
+      await Deno.writeFile(`${dir}/data.bin`, blob);
+      const sent = await okJson<
+        { th: string; thread: string; id: string; acked: boolean }
+      >(b.home, [
+        "send",
+        "-s",
+        "Port the middleware",
+        "--code",
+        `${dir}/main.ts`,
+        "--data",
+        '{"branch":"feature/x"}',
+        "--file",
+        `${dir}/data.bin`,
+        "--wait-ack",
+        "10s",
+        "alice",
+        "please",
+        "look",
+      ]);
+      assert.equal(sent.th, sent.thread);
+      assert.equal(sent.acked, true);
+
+      const waited = await okJson<
+        { items: Array<Record<string, unknown>>; timedOut: boolean }
+      >(a.home, [
+        "wait",
+        "--timeout",
+        "20s",
+      ]);
+      assert.equal(waited.timedOut, false);
+      const msg = waited.items.find((i) => i.event === "message")!;
+      assert.equal(msg.text, "please look");
+      assert.equal(msg.subject, "Port the middleware");
+      assert.equal(msg.th, sent.th);
+      const parts = msg.parts as Array<Record<string, unknown>>;
+      assert.deepEqual(parts.find((p) => p.k === "code"), {
+        k: "code",
+        text: "console.log(1);\n",
+        lang: "typescript",
+      });
+      assert.deepEqual(
+        (parts.find((p) => p.k === "data") as { data: unknown }).data,
+        { branch: "feature/x" },
+      );
+      const blobs = msg.blobs as Array<
+        { status: string; path: string; size: number }
+      >;
+      assert.equal(blobs[0].status, "complete");
+      assert.deepEqual(await Deno.readFile(blobs[0].path), blob);
+
+      // wait marked it read: nothing unread any more.
+      assert.equal(await ok(a.home, ["tail", "--once", "--json"]), "");
+      assert.equal(
+        await ok(a.home, ["tail", "--once"]),
+        "no unread messages\n",
+      );
+
+      // alice answers from stdin in the thread, then says done.
+      await ok(a.home, ["send", "--thread", sent.th, "-"], "on it\n");
+      await ok(a.home, ["state", "-n", "merged", sent.th, "done"]);
+      const done = await okJson<
+        { matched: boolean; state: string; timedOut: boolean }
+      >(b.home, [
+        "wait",
+        "--thread",
+        sent.th,
+        "--state",
+        "done,failed",
+        "--timeout",
+        "20s",
+      ]);
+      // Either the msg or the state may end the wait first; wait again if needed.
+      if (!done.matched) {
+        const second = await okJson<{ matched: boolean }>(b.home, [
+          "wait",
+          "--thread",
+          sent.th,
+          "--state",
+          "done,failed",
+          "--timeout",
+          "20s",
+        ]);
+        assert.equal(second.matched, true);
+      }
+
+      const read = await okJson<
+        {
+          items: Array<
+            { dir: string; event: string; text?: string; state?: string }
+          >;
+        }
+      >(
+        b.home,
+        ["read", sent.th],
+      );
+      assert.deepEqual(
+        read.items.map((i) => `${i.dir} ${i.event} ${i.text ?? i.state}`),
+        ["out message please look", "in message on it", "in state done"],
+      );
+      const human = await ok(b.home, ["read", sent.th]);
+      assert.match(human, /alice \(.{8}\) \[thr_[0-9a-f]+\]: on it/);
+
+      const threads = await okJson<
+        {
+          threads: Array<
+            { th: string; theirs?: { state: string }; subject?: string }
+          >;
+        }
+      >(
+        b.home,
+        ["threads"],
+      );
+      assert.equal(threads.threads.length, 1);
+      assert.equal(threads.threads[0].theirs?.state, "done");
+      assert.equal(threads.threads[0].subject, "Port the middleware");
+      const open = await okJson<{ threads: unknown[] }>(b.home, [
+        "threads",
+        "--open",
+      ]);
+      assert.equal(open.threads.length, 0);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+
+    // Grants: bob grants alice fs:read; alice holds it, bob issued it.
+    const g = await okJson<{ hash: string }>(b.home, [
+      "grant",
+      "--ttl",
+      "10m",
+      "alice",
+      "fs:read",
+    ]);
+    assert.match(g.hash, /^[0-9a-f]{64}$/);
+    let held: Array<{ kind: string; hash: string }> = [];
+    for (let i = 0; i < 50 && held.length === 0; i++) {
+      held = (await okJson<{ grants: Array<{ kind: string; hash: string }> }>(
+        a.home,
+        ["grants"],
+      )).grants
+        .filter((x) => x.kind === "held");
+      if (held.length === 0) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(held[0]?.hash, g.hash);
+    const peers = await okJson<{ peers: Array<{ caps: string[] }> }>(b.home, [
+      "peers",
+    ]);
+    assert.deepEqual(peers.peers[0].caps, ["fs:read"]);
+    await ok(b.home, ["revoke", g.hash.slice(0, 10)]);
+    const issued =
+      (await okJson<{ grants: Array<{ kind: string; revoked: boolean }> }>(
+        b.home,
+        ["grants"],
+      )).grants;
+    assert.equal(issued.find((x) => x.kind === "issued")?.revoked, true);
+
+    // Alias, then bye by alias.
+    await ok(b.home, ["alias", "alice", "al"]);
+    const bye = await okJson<{ connected: boolean; key: string }>(b.home, [
+      "bye",
+      "--reason",
+      "done",
+      "al",
+    ]);
+    assert.equal(bye.connected, true);
+    assert.equal(bye.key, a.status.key);
+    // alice is told (a notice, printed by tail --once).
+    let notices: Array<{ kind?: string; detail?: string }> = [];
+    for (let i = 0; i < 50 && notices.length === 0; i++) {
+      const out = await ok(a.home, ["tail", "--once", "--json"]);
+      notices = out.trim().split("\n").filter(Boolean).map((l) => JSON.parse(l))
+        .filter((n) => n.kind === "bye");
+      if (notices.length === 0) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(notices[0]?.detail, "done");
+  });
+});
+
+Deno.test("cli: every bad input gets one line, a non-zero exit and queues nothing", async () => {
+  await twoPeers(async (a, b) => {
+    await ok(b.home, ["connect", a.status.addrs[0]]);
+    const dir = await Deno.makeTempDir({ prefix: "awp-cli-bad-" });
+    try {
+      await Deno.writeFile(`${dir}/big.bin`, new Uint8Array(2048));
+      await fails(b.home, ["connect", "tcp:nohost"], 2, /invalid address/);
+      await fails(
+        b.home,
+        ["send", "nobody-here", "hi"],
+        1,
+        /unknown peer "nobody-here"/,
+      );
+      await fails(b.home, ["send", "ab", "hi"], 1, /at least 4 characters/);
+      await fails(
+        b.home,
+        ["send", "--file", `${dir}/missing.txt`, "alice", "hi"],
+        1,
+        /no such file/,
+      );
+      await fails(
+        b.home,
+        ["send", "--code", dir, "alice", "hi"],
+        1,
+        /not a file|cannot read/,
+      );
+      await fails(
+        b.home,
+        ["send", "--data", "{oops", "alice", "hi"],
+        2,
+        /bad --data JSON/,
+      );
+      await fails(
+        b.home,
+        ["send", "--file", `${dir}/big.bin`, "alice", "hi"],
+        1,
+        /limit|too large|over/i,
+      );
+      await fails(b.home, ["listen", a.status.addrs[0]], 1, /in use/);
+      await fails(
+        b.home,
+        ["grant", "alice", "root"],
+        2,
+        /unknown capability "root"/,
+      );
+      await fails(b.home, ["wait", "--timeout", "300ms"], 2, /timed out/);
+      await fails(
+        b.home,
+        ["send", "--wait-ack", "soon", "alice", "x"],
+        2,
+        /bad duration/,
+      );
+      await fails(b.home, ["frobnicate"], 2, /unknown command/);
+      await fails(
+        b.home,
+        ["send", "--bogus", "alice", "x"],
+        2,
+        /unknown flag --bogus/,
+      );
+      await fails(`${dir}/nohome`, ["status"], 3, /no daemon running/);
+      await fails(
+        b.home,
+        ["daemon", "--listen", "tcp:127.0.0.1:0"],
+        1,
+        /already running/,
+      );
+
+      // Ambiguous: a second peer also announcing itself as "alice".
+      const hc = await Deno.makeTempDir({ prefix: "awp-cli-c-" });
+      try {
+        await ok(hc, ["up", "--name", "alice", "--listen", "tcp:127.0.0.1:0"]);
+        const sc = await okJson<Status>(hc, ["status"]);
+        await ok(b.home, ["connect", sc.addrs[0]]);
+        await fails(
+          b.home,
+          ["send", "alice", "hi"],
+          1,
+          /ambiguous peer "alice"/,
+        );
+      } finally {
+        await down(hc);
+        await Deno.remove(hc, { recursive: true }).catch(() => {});
+      }
+
+      // Nothing was queued by any of it.
+      const s = await okJson<Status>(b.home, ["status"]);
+      assert.equal(s.queued, 0);
+      const threads = await okJson<{ threads: unknown[] }>(b.home, ["threads"]);
+      assert.equal(threads.threads.length, 0);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  }, ["--max-blob", "1024"]);
+});
+
+Deno.test("cli: version, schema and help need no daemon", async () => {
+  const home = await Deno.makeTempDir({ prefix: "awp-cli-v-" });
+  try {
+    assert.match(
+      await ok(home, ["version"]),
+      /^awp \d+\.\d+\.\d+ \(protocol v0\)\n$/,
+    );
+    const schema = JSON.parse(await ok(home, ["schema"]));
+    assert.equal(typeof schema, "object");
+    assert.match(await ok(home, ["send", "--help"]), /usage: awp send/);
+    assert.match(await ok(home, ["driver", "--help"]), /usage: awp driver/);
+    // No daemon was started by any of it.
+    await assert.rejects(Deno.stat(`${home}/daemon.lock`));
+  } finally {
+    await Deno.remove(home, { recursive: true });
+  }
+});
+
+Deno.test("cli: without --unstable-kv the daemon re-executes itself once; default listeners; long home", async () => {
+  const root = await Deno.makeTempDir({ prefix: "awp-cli-kv-" });
+  // A home too long for a Unix socket path: sockets fall back to /tmp/awp-<uid>/.
+  const home = `${root}/${"h".repeat(60)}/${"o".repeat(60)}`;
+  const config = `${root}/nokv.json`;
+  const main = JSON.parse(
+    await Deno.readTextFile(new URL("../deno.json", import.meta.url)),
+  );
+  await Deno.writeTextFile(config, JSON.stringify({ imports: main.imports }));
+  const run = (env: Record<string, string>, args: string[]) =>
+    new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", "--config", config, MOD, ...args],
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+      env,
+    });
+  try {
+    // Already re-executed once and still no KV: one clear line, exit 1.
+    const refused = await run({ AWP_REEXECUTED: "1" }, [
+      "daemon",
+      "--home",
+      home,
+    ]).output();
+    assert.equal(refused.code, 1);
+    const err = new TextDecoder().decode(refused.stderr).trimEnd().split("\n");
+    assert.equal(err.length, 1);
+    assert.match(err[0], /needs Deno KV.*--unstable-kv/);
+
+    // No command: the foreground daemon, re-executed with --unstable-kv.
+    const child = run({}, ["--home", home]).spawn();
+    try {
+      let status: Status | undefined;
+      for (let i = 0; i < 60 && !status; i++) {
+        const r = await awp(home, ["status", "--json"]);
+        if (r.code === 0) status = JSON.parse(r.stdout);
+        else await new Promise((res) => setTimeout(res, 100));
+      }
+      assert.ok(status, "the daemon came up");
+      assert.equal(status.addrs.length, 2);
+      assert.match(
+        status.addrs[0],
+        /^unix:\/tmp\/awp-[^/]+\/[0-9a-f]{16}-awp\.sock$/,
+      );
+      assert.match(status.addrs[1], /^tcp:127\.0\.0\.1:70\d\d$/);
+      const mode = (await Deno.stat(
+        status.addrs[0].slice(5).replace("awp.sock", "control.sock"),
+      )).mode! & 0o777;
+      assert.equal(mode, 0o600);
+      await ok(home, ["down"]);
+      const out = await child.output();
+      assert.equal(out.code, 0);
+      assert.match(
+        new TextDecoder().decode(out.stdout),
+        new RegExp(status.key),
+      );
+    } finally {
+      try {
+        child.kill("SIGKILL");
+      } catch { /* exited */ }
+      await down(home);
+    }
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("cli: inspect serves the live inspector of the daemon, and says when it is off", async () => {
+  const home = await Deno.makeTempDir({ prefix: "awp-cli-i-" });
+  try {
+    await ok(home, ["up", "--listen", "tcp:127.0.0.1:0"]);
+    await fails(
+      home,
+      ["inspect"],
+      1,
+      /without the inspector.*awp up --inspect/,
+    );
+    await ok(home, ["down"]);
+    // Not running: inspect starts it with the inspector on (listeners remembered).
+    const url = (await ok(home, ["inspect"])).trim();
+    assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
+    const page = await fetch(url);
+    assert.equal(page.status, 200);
+    assert.match(await page.text(), /<html|<!doctype/i);
+    const s = await okJson<Status & { inspector?: string }>(home, ["status"]);
+    assert.equal(s.inspector, url);
+    assert.match(s.addrs[0], /^tcp:127\.0\.0\.1:\d+$/);
+  } finally {
+    await down(home);
+    await Deno.remove(home, { recursive: true });
+  }
+});
