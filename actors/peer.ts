@@ -40,9 +40,21 @@ import {
   EventQueue,
   type PeerEvent,
   type ReceivedBlob,
+  servedEvent,
 } from "./peer_events.ts";
+import { PeerTrust } from "./peer_trust.ts";
+import type { AdmissionMode } from "./policy.ts";
+import { type RequestInfo, RequestServer } from "./peer_requests.ts";
+import { PeerExtensions, type PresenceInfo } from "./peer_extensions.ts";
+import type { PresenceRecord } from "./presence_gossip.ts";
+import { MirrorSharer } from "./mirror.ts";
+import type { MirroredLine, MirroredThread } from "./mirror.ts";
+import type { Attachment } from "./fs_access.ts";
+import { type ResultReply, SERVABLE_CAPS } from "./profile.ts";
+import type { SignedPresence } from "../wire/presence.ts";
 import { openStore } from "../storage/open_store.ts";
 import type {
+  GrantRecord,
   LogEntry,
   LogQuery,
   OutboxDraft,
@@ -77,6 +89,7 @@ import type {
   IntroPeer,
   Msg,
   Part,
+  Private,
   State,
 } from "../wire/types.ts";
 
@@ -102,8 +115,41 @@ export interface PeerOptions {
   dialer?: { timing?: Partial<DialerTiming>; random?: () => number };
   /** Allow plain TCP with public addresses. */
   allowPublic?: boolean;
-  /** Return a refusal detail to refuse a peer after its auth. */
-  admit?(remote: RemoteHello): string | undefined;
+  /**
+   * Return (or resolve with) a refusal detail to refuse a peer after its
+   * auth; asked after the admission policy (`accept`) admitted it.
+   */
+  admit?(
+    remote: RemoteHello,
+    context: { dialed: boolean },
+  ): string | undefined | Promise<string | undefined>;
+  /** Keys whose grants we honor as our own (`--trust KEY`). */
+  trust?: string[];
+  /**
+   * Admission: "any" (default; every new key is reported) or "allowlist"
+   * (allowed and trusted keys, keys we dialed, keys presenting a grant we
+   * honor). A refusal is `err auth` with a detail, then close.
+   */
+  accept?: AdmissionMode;
+  /** Keys admitted under the allowlist (`--allow KEY`). */
+  allow?: string[];
+  /**
+   * Profile capabilities this peer performs itself for senders holding
+   * them: exec, fs:read, fs:write (`--serve`). None by default.
+   */
+  serve?: string[];
+  /** The root exec and fs requests are confined to (`--root`; default cwd). */
+  root?: string;
+  /** Exec timeout override in ms (tests; requests say `timeout` in s). */
+  execTimeoutMs?: number;
+  /** Publish a signed presence document (`--presence`, AWP_PRESENCE=1). */
+  presence?: boolean;
+  /** More fields for the presence document (version, harness, model, host). */
+  presenceInfo?: PresenceInfo;
+  /** Forward other agents' presence documents (default true; `--no-relay`). */
+  relayPresence?: boolean;
+  /** Presence timing in ms: settle after a change (2 s), heartbeat (60 s). */
+  presenceTiming?: { settleMs?: number; heartbeatMs?: number };
   /** Outbox retention for "open thread" in ms (7 days). */
   retentionMs?: number;
   /**
@@ -123,8 +169,28 @@ export interface SendOptions {
   re?: string;
   /** Extra parts after the text part. */
   parts?: Part[];
-  /** Files to send as blobs (snapshotted into the spool first). */
-  files?: string[];
+  /**
+   * Files to send as blobs (snapshotted into the spool first): a path, or
+   * a path with the name and mime type the blob part gives.
+   */
+  files?: Array<string | SendFile>;
+}
+
+/** A file for {@link SendOptions.files} with its blob name and type. */
+export interface SendFile {
+  path: string;
+  /** The blob's name (default the file's base name). */
+  name?: string;
+  mime?: string;
+}
+
+/** Options of {@link Peer.connect}. */
+export interface ConnectOptions {
+  /**
+   * Grants to present in auth besides those chosen automatically (held
+   * grants meant for the remote: its `aud`, or issued by it).
+   */
+  present?: Grant[];
 }
 
 /** What {@link Peer.send}, {@link Peer.setState} and {@link Peer.introduce} queued. */
@@ -157,7 +223,14 @@ export interface IntroduceOptions {
   thread?: string;
 }
 
-const DEFAULT_CAPS = ["chat", "blob", "grant", "introduce"];
+const DEFAULT_CAPS = [
+  "chat",
+  "blob",
+  "grant",
+  "introduce",
+  "presence",
+  "mirror",
+];
 /** Received lines store.receive logs itself (content, and private). */
 const LOGGED_BY_RECEIVE: ReadonlySet<string> = new Set([
   ...CONTENT_TYPES,
@@ -207,6 +280,38 @@ function newThreadId(): string {
 /** A directory name for a peer's received blobs (refs are chosen by it). */
 function peerDir(key: string): string {
   return key.startsWith(KEY_PREFIX) ? key.slice(KEY_PREFIX.length) : key;
+}
+
+/** One-line TypeErrors for bad trust, admission and serving options. */
+function checkTrustOptions(options: PeerOptions): void {
+  if (
+    options.accept !== undefined && options.accept !== "any" &&
+    options.accept !== "allowlist"
+  ) {
+    throw new TypeError(
+      `Peer.open: accept must be "any" or "allowlist", got ${
+        JSON.stringify(options.accept)
+      }`,
+    );
+  }
+  for (const name of ["trust", "allow"] as const) {
+    for (const key of options[name] ?? []) {
+      if (!isKey(key)) {
+        throw new TypeError(
+          `Peer.open: ${name}: ${JSON.stringify(key)} is not an ed25519 key`,
+        );
+      }
+    }
+  }
+  for (const cap of options.serve ?? []) {
+    if (!(SERVABLE_CAPS as readonly string[]).includes(cap)) {
+      throw new TypeError(
+        `Peer.open: serve: unknown capability ${JSON.stringify(cap)} (use ${
+          SERVABLE_CAPS.join(", ")
+        })`,
+      );
+    }
+  }
 }
 
 interface PendingSpool {
@@ -263,12 +368,16 @@ export class Peer {
   #inflight = new Set<Promise<unknown>>();
   #threadWrites: Promise<void> = Promise.resolve();
   #closing: Promise<void> | undefined;
+  #trust: PeerTrust;
+  #requests: RequestServer;
+  #ext: PeerExtensions;
 
   private constructor(
     signer: Signer,
     store: Store,
     options: PeerOptions,
     dirs: { spool: string; blobs: string; temp?: string },
+    hosts: string[],
   ) {
     this.#signer = signer;
     this.#store = store;
@@ -282,6 +391,66 @@ export class Peer {
       void p.finally(() => this.#inflight.delete(p)).catch(() => {});
       return p;
     };
+    this.#trust = new PeerTrust(store, {
+      ownKey: signer.key,
+      trust: options.trust,
+      accept: options.accept,
+      allow: options.allow,
+      onDecision: (d) =>
+        this.#emit({
+          type: "admission",
+          peer: d.key,
+          ts: timestamp(),
+          admitted: d.admitted,
+          why: d.why,
+          caps: d.caps,
+          ...(d.detail !== undefined ? { detail: d.detail } : {}),
+        }),
+    });
+    this.#requests = new RequestServer({
+      serve: options.serve,
+      root: options.root,
+      spoolDir: `${dirs.spool}/served`,
+      execTimeoutMs: options.execTimeoutMs,
+      capsOf: (peer, presented) => this.#trust.capsOf(peer, presented),
+      forbid: (peer, err) =>
+        this.#sup.connection(peer)?.sendLine({ t: "err", ...err }),
+      reply: (peer, reply, files) => this.#reply(peer, reply, files),
+      onServed: (record) => this.#emit(servedEvent(record, timestamp())),
+      onError: (peer, detail) => this.#localError(peer, "serve", detail),
+    });
+    this.#ext = new PeerExtensions({
+      signer,
+      store,
+      name: options.name,
+      about: options.about,
+      presence: options.presence,
+      presenceInfo: options.presenceInfo,
+      relay: options.relayPresence,
+      presenceDelayMs: options.presenceTiming?.settleMs,
+      presenceHeartbeatMs: options.presenceTiming?.heartbeatMs,
+      hosts,
+      connections: () =>
+        this.#sup.peers.map((k) => this.#sup.connection(k)!).filter(Boolean),
+      deliver: (peer, entries) => track(this.#deliverQueued(peer, entries)),
+      onPresence: (e) =>
+        this.#emit({
+          type: "presence",
+          peer: e.origin,
+          ts: timestamp(),
+          kind: e.kind,
+          ...(e.name !== undefined ? { name: e.name } : {}),
+          ...(e.detail !== undefined ? { detail: e.detail } : {}),
+        }),
+      onMirror: (sharer, outcome, th) =>
+        this.#emit({
+          type: "mirror",
+          peer: sharer,
+          ts: timestamp(),
+          th,
+          outcome,
+        }),
+    });
     this.#sup = new Supervisor({
       signer,
       store,
@@ -291,7 +460,9 @@ export class Peer {
       timeouts: options.timeouts,
       dialer: options.dialer,
       allowPublic: options.allowPublic,
-      admit: options.admit,
+      admit: (remote, context) => this.#admit(remote, context),
+      grants: (remote) => this.#trust.toPresent(remote.key),
+      shares: () => this.#ext.hosts,
       retentionMs: options.retentionMs,
       routes: {
         thread: () => (d) => track(this.#onThreadLine(d)),
@@ -300,6 +471,23 @@ export class Peer {
         grant: (d) => track(this.#onGrant(d)),
         introduce: (d) => track(this.#onIntroduce(d)),
         err: (d) => track(this.#onErr(d)),
+        presence: (d) =>
+          void track(
+            this.#ext.onPresence(
+              d.peer,
+              d.message as unknown as Record<string, unknown>,
+              d.raw,
+            ),
+          ),
+        mirror: (d) =>
+          track(
+            this.#ext.onMirror(
+              d.peer,
+              d.message as unknown as Record<string, unknown>,
+            ),
+          ).then(() => {}),
+        private: (d) =>
+          track(this.#ext.onPrivate(d.peer, (d.message as Private).th)),
       },
       onEvent: (e) => this.#onSupervisorEvent(e),
       onLine: (peer, dir, raw) => this.#logLine(peer, dir, raw),
@@ -356,6 +544,7 @@ export class Peer {
         );
       }
     }
+    checkTrustOptions(options);
     const store = await openStore(
       options.memory ? { memory: true } : { home: options.home },
     );
@@ -376,7 +565,8 @@ export class Peer {
       }
       await Deno.mkdir(dirs.spool, { recursive: true });
       await Deno.mkdir(dirs.blobs, { recursive: true });
-      const peer = new Peer(signer, store, options, dirs);
+      const hosts = await MirrorSharer.savedHosts(store);
+      const peer = new Peer(signer, store, options, dirs, hosts);
       peer.#sup.start();
       await peer.#redialKnown();
       return peer;
@@ -430,9 +620,12 @@ export class Peer {
    * await a.close();
    * ```
    */
-  async connect(addr: string): Promise<string> {
+  async connect(addr: string, options: ConnectOptions = {}): Promise<string> {
     this.#open("connect");
-    const remote = await this.#sup.connect(addr);
+    const remote = await this.#sup.connect(
+      addr,
+      options.present?.length ? { present: options.present } : {},
+    );
     // Remember it now (the supervisor's own bookkeeping is asynchronous).
     await this.#remember(remote, addr);
     this.#sup.reach(remote.key, [addr]);
@@ -460,7 +653,15 @@ export class Peer {
     options: SendOptions = {},
   ): Promise<Sent> {
     this.#open("send");
-    const key = await this.#resolve(to);
+    return await this.#sendTo(await this.#resolve(to), text, options);
+  }
+
+  /** send, once `to` is resolved (also how served results go back). */
+  async #sendTo(
+    key: string,
+    text: string,
+    options: SendOptions,
+  ): Promise<Sent> {
     const th = options.thread ?? newThreadId();
     if (typeof th !== "string" || th === "") {
       throw new TypeError("send: thread must be a non-empty string");
@@ -468,24 +669,31 @@ export class Peer {
     const parts: Part[] = [];
     if (typeof text === "string" && text !== "") parts.push(textPart(text));
     if (options.parts) parts.push(...options.parts);
-    const spooled: Array<{ blob: SpooledBlob; name: string }> = [];
+    const spooled: Array<{ blob: SpooledBlob; name: string; mime?: string }> =
+      [];
     const release = () =>
       Promise.all(
         spooled.map((s) => discardSpooled(s.blob.path).catch(() => {})),
       );
     try {
       for (const file of options.files ?? []) {
-        const blob = await snapshotToSpool(this.#spoolDir, file, {
+        const f: SendFile = typeof file === "string" ? { path: file } : file;
+        if (!f || typeof f.path !== "string" || f.path === "") {
+          throw new TypeError(
+            "a file must be a path or { path, name?, mime? }",
+          );
+        }
+        const blob = await snapshotToSpool(this.#spoolDir, f.path, {
           maxBytes: this.#maxBlob,
         });
-        spooled.push({ blob, name: baseName(file) });
+        spooled.push({ blob, name: f.name ?? baseName(f.path), mime: f.mime });
       }
     } catch (error) {
       await release();
       throw new Error(`send: ${oneLine(error)}`);
     }
-    for (const { blob, name } of spooled) {
-      const mime = mimeOf(name);
+    for (const { blob, name, mime: given } of spooled) {
+      const mime = given ?? mimeOf(name);
       parts.push(
         blobPart({
           ref: blob.ref,
@@ -543,8 +751,8 @@ export class Peer {
         paths: spooled.map((s) => s.blob.path),
       });
       const now = Date.now();
-      for (const { blob, name } of spooled) {
-        const mime = mimeOf(name);
+      for (const { blob, name, mime: given } of spooled) {
+        const mime = given ?? mimeOf(name);
         await this.#store.putBlob({
           peer: key,
           ref: blob.ref,
@@ -564,10 +772,9 @@ export class Peer {
       }
     }
     await this.#touchThread(key, th, { subject: options.subject });
-    await this.#feedThread(key, th, {
-      type: "MSG_OUT",
-      message: { ...fields, id, ts: entries[entries.length - 1].ts } as Msg,
-    });
+    const sent = { ...fields, id, ts: entries[entries.length - 1].ts } as Msg;
+    await this.#feedThread(key, th, { type: "MSG_OUT", message: sent });
+    await this.#ext.onLine(key, "out", { ...sent });
     await this.#ensureReach(key);
     return { id, th };
   }
@@ -650,10 +857,9 @@ export class Peer {
     await this.#touchThread(key, th, {
       mine: { state, ts: entry.ts, ...(note !== undefined ? { note } : {}) },
     });
-    await this.#feedThread(key, th, {
-      type: "STATE_OUT",
-      message: { ...fields, id: entry.id, ts: entry.ts } as State,
-    });
+    const line = { ...fields, id: entry.id, ts: entry.ts } as State;
+    await this.#feedThread(key, th, { type: "STATE_OUT", message: line });
+    await this.#ext.onLine(key, "out", { ...line });
     await this.#ensureReach(key);
     return { id: entry.id, th };
   }
@@ -847,6 +1053,201 @@ export class Peer {
   }
 
   /**
+   * Mirrors this agent's conversations to `hosts` (keys, names, aliases or
+   * key prefixes of known peers): every msg and state line of every thread
+   * from now on goes to each host as a reliable `mirror` line. The list is
+   * remembered and sent as hello.shares; an empty list stops sharing.
+   *
+   * @example
+   * ```ts ignore
+   * await peer.share(["supervisor-host"]);
+   * ```
+   */
+  async share(hosts: string[]): Promise<string[]> {
+    this.#open("share");
+    if (!Array.isArray(hosts)) {
+      throw new TypeError("share: give a list of host keys (empty stops)");
+    }
+    const keys: string[] = [];
+    for (const h of hosts) keys.push(await this.#resolve(h));
+    await this.#ext.share(keys);
+    for (const key of keys) {
+      await this.#sup.refreshWanted(key);
+      await this.#ensureReach(key);
+    }
+    return this.#ext.hosts;
+  }
+
+  /** The hosts this agent mirrors its conversations to. */
+  get sharing(): string[] {
+    return this.#ext.hosts;
+  }
+
+  /**
+   * Keeps thread `th` with `peer` out of what is shared: withdrawn from our
+   * hosts, and a reliable `private` line asks `peer` to do the same.
+   *
+   * @example
+   * ```ts ignore
+   * await peer.private("bob", th);
+   * ```
+   */
+  async private(peer: string, th: string): Promise<Sent> {
+    this.#open("private");
+    const key = await this.#resolve(peer);
+    if (typeof th !== "string" || th === "") {
+      throw new TypeError("private: th must be a non-empty string");
+    }
+    const entry = await this.#ext.markPrivate(key, th);
+    return { id: entry.id, th };
+  }
+
+  /**
+   * Threads other agents mirror to us (kept apart from our own threads),
+   * optionally of one sharer; `mirroredLines` gives a thread's lines.
+   *
+   * @example
+   * ```ts ignore
+   * for (const t of await host.mirrored()) console.log(t.sharer, t.th, t.count);
+   * ```
+   */
+  mirrored(sharer?: string): Promise<MirroredThread[]> {
+    return this.#ext.mirrored(sharer);
+  }
+
+  /**
+   * The mirrored lines of thread `th`, in order (optionally of one sharer
+   * or other party).
+   *
+   * @example
+   * ```ts ignore
+   * const lines = await host.mirroredLines(th, { sharer: alice.key });
+   * ```
+   */
+  mirroredLines(
+    th: string,
+    where: { sharer?: string; of?: string } = {},
+  ): Promise<MirroredLine[]> {
+    return this.#ext.mirroredLines(th, where);
+  }
+
+  /**
+   * The presence documents held (other agents', newest first).
+   *
+   * @example
+   * ```ts ignore
+   * for (const r of peer.presence()) console.log(r.doc.name, r.hops);
+   * ```
+   */
+  presence(): PresenceRecord[] {
+    return this.#ext.documents();
+  }
+
+  /**
+   * Signs and sends our presence document now to every connected peer
+   * that speaks presence (the timer does this when `presence` is on).
+   *
+   * @example
+   * ```ts ignore
+   * const { doc } = await peer.publishPresence();
+   * ```
+   */
+  publishPresence(): Promise<SignedPresence> {
+    this.#open("publishPresence");
+    return this.#ext.publish();
+  }
+
+  /**
+   * Turns presence publishing or relaying on or off at run time.
+   *
+   * @example
+   * ```ts ignore
+   * peer.setPresence({ publish: true, relay: false });
+   * ```
+   */
+  setPresence(change: { publish?: boolean; relay?: boolean }): void {
+    if (change.relay !== undefined) this.#ext.gossip.setRelay(change.relay);
+    if (change.publish !== undefined) {
+      this.#ext.gossip.setPublish(change.publish);
+    }
+  }
+
+  /**
+   * Honors `key`'s grants as our own from now on (`trust KEY`; not
+   * persisted: pass `trust` to open for that).
+   *
+   * @example
+   * ```ts ignore
+   * peer.trust("ed25519:...");
+   * ```
+   */
+  trust(key: string): void {
+    if (!isKey(key)) throw new TypeError(`trust: ${key} is not an ed25519 key`);
+    this.#trust.trust(key);
+  }
+
+  /**
+   * Admits `key` under the allowlist from now on (`allow KEY`).
+   *
+   * @example
+   * ```ts ignore
+   * peer.allow("ed25519:...");
+   * ```
+   */
+  allow(key: string): void {
+    if (!isKey(key)) throw new TypeError(`allow: ${key} is not an ed25519 key`);
+    this.#trust.allow(key);
+  }
+
+  /**
+   * Stops honoring the grant with this hash (or unique prefix of 8+ hex
+   * characters) here. Resolves with the full hash.
+   *
+   * @example
+   * ```ts ignore
+   * await peer.revoke("3f2a9c01");
+   * ```
+   */
+  revoke(hash: string): Promise<string> {
+    this.#open("revoke");
+    return this.#trust.revoke(hash);
+  }
+
+  /**
+   * Stored grants (issued, held, presented), each with whether revoked.
+   *
+   * @example
+   * ```ts ignore
+   * for (const g of await peer.grants("held")) console.log(g.hash, g.grant.caps);
+   * ```
+   */
+  grants(
+    kind?: "issued" | "held" | "presented",
+  ): Promise<Array<GrantRecord & { revoked: boolean }>> {
+    return this.#trust.grants(kind);
+  }
+
+  /**
+   * The capabilities `peer` holds here: every grant naming it that we
+   * honor (issued by us, by a trusted key, or delegated one level).
+   *
+   * @example
+   * ```ts ignore
+   * console.log([...await peer.capsOf("bob")]); // ["exec"]
+   * ```
+   */
+  async capsOf(peer: string): Promise<string[]> {
+    const key = await this.#resolve(peer);
+    const presented = this.#sup.connection(key)?.remote?.grants ?? [];
+    return [...await this.#trust.capsOf(key, presented)].sort();
+  }
+
+  /** The profile capabilities this peer performs itself (`serve`). */
+  get serving(): string[] {
+    return this.#requests.serving;
+  }
+
+  /**
    * Stops listening and dialing, says bye on every connection, waits for
    * work in flight, closes the store and ends the event streams. An
    * ephemeral peer's temp dir (spool and received blobs) is removed.
@@ -866,6 +1267,9 @@ export class Peer {
   // ---- internals ----
 
   async #close(): Promise<void> {
+    this.#ext.close();
+    // Running commands are killed; their results are still queued.
+    await this.#requests.close();
     await this.#sup.stop();
     while (this.#inflight.size > 0) {
       await Promise.allSettled([...this.#inflight]);
@@ -905,6 +1309,47 @@ export class Peer {
 
   #open(what: string): void {
     if (this.#closing) throw new Error(`${what}: the peer is closed`);
+  }
+
+  /** The admission policy, then the application's own `admit`, if any. */
+  async #admit(
+    remote: RemoteHello,
+    context: { dialed: boolean },
+  ): Promise<string | undefined> {
+    const refusal = await this.#trust.admit(remote, context);
+    if (refusal !== undefined) return refusal;
+    return await this.#o.admit?.(remote, context);
+  }
+
+  /** A served request's result: a msg re the request, files as blobs. */
+  async #reply(
+    peer: string,
+    reply: ResultReply,
+    files: Attachment[],
+  ): Promise<void> {
+    await this.#sendTo(peer, "", {
+      thread: reply.th,
+      re: reply.re,
+      parts: reply.parts,
+      files: files.map((f) => ({
+        path: f.path,
+        name: f.name,
+        ...(f.mime !== undefined ? { mime: f.mime } : {}),
+      })),
+    });
+  }
+
+  /** Lines the sharer queued itself: out now, or the host gets reached. */
+  async #deliverQueued(peer: string, entries: OutboxEntry[]): Promise<void> {
+    const conn = this.#sup.connection(peer);
+    if (conn) {
+      conn.sendEntries(entries);
+      return;
+    }
+    if (this.#closing) return;
+    await this.#sup.refreshWanted(peer);
+    await this.#ensureReach(peer);
+    this.#sup.dialer(peer)?.wake();
   }
 
   #emit(event: PeerEvent): void {
@@ -1036,6 +1481,7 @@ export class Peer {
           remoteAddr: e.remoteAddr,
           ...(e.name !== undefined ? { name: e.name } : {}),
         });
+        this.#ext.onConnected(this.#sup.connection(e.peer));
         break;
       case "disconnected":
         for (const blobs of [this.#outBlobs, this.#inBlobs]) {
@@ -1050,6 +1496,7 @@ export class Peer {
           ts,
           reason: e.reason,
         });
+        this.#ext.changed();
         break;
       case "dial_failed":
         this.#localError(e.peer, "dial", `${e.address}: ${e.error}`);
@@ -1338,6 +1785,11 @@ export class Peer {
           ? { type: "MSG_IN", message: m }
           : { type: "STATE_IN", message: m },
       );
+      await this.#ext.onLine(
+        d.peer,
+        "in",
+        m as unknown as Record<string, unknown> & { t: string },
+      );
     }
     if (d.message.t === "state") {
       const m = d.message as State;
@@ -1372,6 +1824,12 @@ export class Peer {
       .filter((p): p is Extract<Part, { k: "text" }> => p.k === "text")
       .map((p) => p.text)
       .join("\n");
+    // The msg is committed and acked; requests are answered after that.
+    const requests: RequestInfo[] = await this.#requests.handle(
+      d.peer,
+      m,
+      d.connection.remote?.grants ?? [],
+    );
     this.#emit({
       type: "message",
       peer: d.peer,
@@ -1384,6 +1842,7 @@ export class Peer {
       message: m,
       ...(m.subject !== undefined ? { subject: m.subject } : {}),
       ...(m.re !== undefined ? { re: m.re } : {}),
+      ...(requests.length > 0 ? { requests } : {}),
     });
   }
 

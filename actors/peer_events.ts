@@ -9,6 +9,10 @@
  */
 
 import type { Grant, Msg, Part } from "../wire/types.ts";
+import type { RequestInfo } from "./peer_requests.ts";
+import type { ServeRecord } from "./profile.ts";
+
+export type { RequestInfo } from "./peer_requests.ts";
 
 /** Fields every event has. */
 export interface PeerEventBase {
@@ -63,6 +67,12 @@ export interface PeerMessageEvent extends PeerEventBase {
   /** One entry per blob part, in order. */
   blobs: ReceivedBlob[];
   message: Msg;
+  /**
+   * The coding-agent profile requests the msg carries (exec, fs:read,
+   * fs:write, admin), each marked allowed (the sender holds the cap) and
+   * served (this peer performs it and sends the result); absent when none.
+   */
+  requests?: RequestInfo[];
 }
 
 /** The remote set its soft state of a thread. */
@@ -150,6 +160,49 @@ export interface ProgressEvent extends PeerEventBase {
   name?: string;
 }
 
+/** A key authenticated and was admitted or refused (every decision). */
+export interface AdmissionEvent extends PeerEventBase {
+  type: "admission";
+  admitted: boolean;
+  /** any, allowed, trusted, dialed, grant, or refused. */
+  why: string;
+  /** Capabilities it holds from the grants it presented. */
+  caps: string[];
+  /** The refusal detail sent in `err auth`. */
+  detail?: string;
+}
+
+/** A profile request from `peer` was performed here (the serve log). */
+export interface ServedEvent extends PeerEventBase {
+  type: "served";
+  /** The request msg's id. */
+  re: string;
+  cap: string;
+  /** The request data, abbreviated. */
+  request: string;
+  ok: boolean;
+  error?: string;
+  duration_ms: number;
+}
+
+/**
+ * The presence table changed (`peer` is the document's origin): joined,
+ * updated, left, dropped (with `detail`), or published (our own).
+ */
+export interface PresenceChangeEvent extends PeerEventBase {
+  type: "presence";
+  kind: "joined" | "updated" | "left" | "dropped" | "published";
+  name?: string;
+  detail?: string;
+}
+
+/** A `mirror` line from sharer `peer` was handled (stored, withdrawn...). */
+export interface MirrorEvent extends PeerEventBase {
+  type: "mirror";
+  th: string;
+  outcome: string;
+}
+
 /** Everything {@link Peer.events} yields. */
 export type PeerEvent =
   | ConnectedEvent
@@ -162,7 +215,35 @@ export type PeerEvent =
   | IntroducedEvent
   | PeerErrorEvent
   | ByeEvent
-  | ProgressEvent;
+  | ProgressEvent
+  | AdmissionEvent
+  | ServedEvent
+  | PresenceChangeEvent
+  | MirrorEvent;
+
+/**
+ * Builds a {@link ServedEvent} from the profile's serve record.
+ *
+ * @example
+ * ```ts
+ * import { servedEvent } from "./peer_events.ts";
+ * const e = servedEvent({ at: 0, peer: "ed25519:x", re: "m1", cap: "exec", request: "{}", ok: true, duration_ms: 3 }, "2026-01-01T00:00:00.000Z");
+ * console.log(e.type, e.cap); // served exec
+ * ```
+ */
+export function servedEvent(record: ServeRecord, ts: string): ServedEvent {
+  return {
+    type: "served",
+    peer: record.peer ?? "",
+    ts,
+    re: record.re,
+    cap: record.cap,
+    request: record.request,
+    ok: record.ok,
+    ...(record.error !== undefined ? { error: record.error } : {}),
+    duration_ms: record.duration_ms,
+  };
+}
 
 /** The `type` of a {@link PeerEvent}. */
 export type PeerEventType = PeerEvent["type"];

@@ -138,13 +138,19 @@ export interface SupervisorOptions {
   caps?: string[];
   /** Our reachable address for hello.addr; defaults to the first listener's. */
   addr?: string;
-  grants?: Grant[];
+  /** Grants to present in auth: a list, or chosen per remote. */
+  grants?: Grant[] | ((remote: RemoteHello) => Grant[] | Promise<Grant[]>);
+  /** Extension: keys of hosts we mirror to (hello.shares), read per connection. */
+  shares?: () => string[];
   timeouts?: Partial<ConnectionTimeouts>;
   dialer?: { timing?: Partial<DialerTiming>; random?: () => number };
   /** Allow plaintext TCP with public addresses (see actors/transport.ts). */
   allowPublic?: boolean;
-  /** Return a refusal detail to refuse a peer after its auth. */
-  admit?(remote: RemoteHello): string | undefined;
+  /** Return (or resolve with) a refusal detail to refuse a peer after its auth. */
+  admit?(
+    remote: RemoteHello,
+    context: { dialed: boolean },
+  ): string | undefined | Promise<string | undefined>;
   routes?: Routes;
   /**
    * Overrides "is this peer still wanted?" (keep dialing). Default: it has
@@ -369,7 +375,7 @@ export class Supervisor {
    */
   async connect(
     address: string,
-    options: { signal?: AbortSignal; expect?: string } = {},
+    options: { signal?: AbortSignal; expect?: string; present?: Grant[] } = {},
   ): Promise<RemoteHello> {
     this.start();
     if (this.#stopping) throw new Error("supervisor is stopping");
@@ -377,7 +383,7 @@ export class Supervisor {
       allowPublic: this.#o.allowPublic,
       signal: options.signal,
     });
-    const conn = this.#adopt(transport, true);
+    const conn = this.#adopt(transport, true, options.present);
     // Abort only cancels a handshake: once open, the connection stays.
     const abort = () => {
       if (conn.state !== "open") conn.close("dial aborted");
@@ -553,7 +559,11 @@ export class Supervisor {
   }
 
   /** Runs a connection over `transport`. */
-  #adopt(transport: Transport, dialed: boolean): Connection {
+  #adopt(
+    transport: Transport,
+    dialed: boolean,
+    present?: Grant[],
+  ): Connection {
     if (this.#stopping) {
       transport.close();
       throw new Error("supervisor is stopping");
@@ -567,7 +577,8 @@ export class Supervisor {
       about: this.#o.about,
       caps: this.#o.caps,
       addr: this.#o.addr,
-      grants: this.#o.grants,
+      grants: present?.length ? this.#grantsWith(present) : this.#o.grants,
+      ...(this.#o.shares ? { shares: this.#o.shares } : {}),
       timeouts: this.#o.timeouts,
       admit: this.#o.admit,
       onAuthenticated: (c) => this.#activate(c),
@@ -808,6 +819,18 @@ export class Supervisor {
       default:
         return routes.other;
     }
+  }
+
+  /** The configured grants plus `present`, per remote, without repeats. */
+  #grantsWith(
+    present: Grant[],
+  ): (remote: RemoteHello) => Promise<Grant[]> {
+    const base = this.#o.grants;
+    return async (remote) => {
+      const own = typeof base === "function" ? await base(remote) : base ?? [];
+      const sigs = new Set(present.map((g) => g.sig));
+      return [...present, ...own.filter((g) => !sigs.has(g.sig))];
+    };
   }
 
   #handlerError(peer: string, t: string, error: unknown): void {
