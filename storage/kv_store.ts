@@ -27,6 +27,7 @@
  * | `["identity"]` | 32-byte seed |
  * | `["ob", pk, id]` | outbox entry record (without `peer`) |
  * | `["obt", pk, tk, id]` | `{ t, q, n }` thread index of the outbox (threaded only) |
+ * | `["obc", pk, tk, id]` | `{ t, q, n }` threaded entries other than msg/state (chunks, introductions), dropped by a later ack in the thread |
  * | `["obq", queuedAt, pk, id]` | `{ tk, n }` retention index of the outbox |
  * | `["obx", pk, id]` | `{ tk, q, n }` never-acked grant and introduce entries |
  * | `["rx", pk, tk, ik]` | receive time: dedup of received content lines |
@@ -732,6 +733,9 @@ export class KvStore implements Store {
         const tk = e.th === undefined ? null : threadKey(e.th);
         if (tk !== null) {
           tx.set(["obt", pk, tk, e.id], { t: e.t, q: e.queuedAt, n });
+          if (!OUTBOX_CUMULATIVE_KEEP.has(e.t)) {
+            tx.set(["obc", pk, tk, e.id], { t: e.t, q: e.queuedAt, n });
+          }
         }
         tx.set(["obq", e.queuedAt, pk, e.id], { tk, n });
         if (NEVER_ACKED.has(e.t)) {
@@ -832,7 +836,10 @@ export class KvStore implements Store {
     parts: number,
   ): Promise<void> {
     await tx.deleteRecord(["ob", pk, id], parts);
-    if (tk !== null) tx.delete(["obt", pk, tk, id]);
+    if (tk !== null) {
+      tx.delete(["obt", pk, tk, id]);
+      tx.delete(["obc", pk, tk, id]);
+    }
     tx.delete(["obq", q, pk, id]);
     tx.delete(["obx", pk, id]);
     tx.cut();
@@ -840,7 +847,11 @@ export class KvStore implements Store {
 
   acked(peer: string, th: string | undefined, id: string): Promise<boolean> {
     const pk = keyText(peer);
-    return this.#submit(true, async (tx) => {
+    // Not exclusive, so acks arriving together share one commit: every entry
+    // the scans below can find has a smaller id than an entry already sent,
+    // so it is committed; one that a pending ack in this batch already
+    // dropped is dropped again, which only repeats the same deletes.
+    return this.#submit(false, async (tx) => {
       let tk = th === undefined ? null : threadKey(th);
       let meta = tk === null ? undefined : await tx.get(["obt", pk, tk, id]) as
         | { t: string; q: number; n: number }
@@ -862,12 +873,10 @@ export class KvStore implements Store {
       await this.#dropEntry(tx, pk, id, tk, meta.q, meta.n);
       if (tk !== null) {
         // In-order delivery: the earlier chunks/introductions got there too.
-        const range = { start: ["obt", pk, tk], end: ["obt", pk, tk, id] };
+        const range = { start: ["obc", pk, tk], end: ["obc", pk, tk, id] };
         for await (const { key, value } of this.#backend.list(range)) {
           const m = value as { t: string; q: number; n: number };
-          if (!OUTBOX_CUMULATIVE_KEEP.has(m.t)) {
-            await this.#dropEntry(tx, pk, key[3] as string, tk, m.q, m.n);
-          }
+          await this.#dropEntry(tx, pk, key[3] as string, tk, m.q, m.n);
         }
       }
       // Ordered stream, one connection per peer: a later line's ack proves
