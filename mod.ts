@@ -55,6 +55,9 @@ export {
   DEFAULT_MAX_BLOB_BYTES,
 } from "./storage/spool.ts";
 
-// ---- CLI: `deno run -A mod.ts` (cli/main.ts) ----
-import { main } from "./cli/main.ts";
-if (import.meta.main) Deno.exit(await main(Deno.args));
+// ---- CLI: `deno run -A mod.ts` runs cli/main.ts (loaded only when run, so
+// importing the library does not pull in the CLI) ----
+if (import.meta.main) {
+  const { main } = await import("./cli/main.ts");
+  Deno.exit(await main(Deno.args));
+}
