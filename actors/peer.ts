@@ -61,6 +61,7 @@ import type {
   OutboxEntry,
   PeerRecord,
   Store,
+  ThreadPatch,
   ThreadRecord,
 } from "../storage/store.ts";
 import {
@@ -366,7 +367,6 @@ export class Peer {
   #logBuffer: Omit<LogEntry, "seq">[] = [];
   #logFlush: Promise<void> | undefined;
   #inflight = new Set<Promise<unknown>>();
-  #threadWrites: Promise<void> = Promise.resolve();
   #closing: Promise<void> | undefined;
   #trust: PeerTrust;
   #requests: RequestServer;
@@ -1274,7 +1274,6 @@ export class Peer {
     while (this.#inflight.size > 0) {
       await Promise.allSettled([...this.#inflight]);
     }
-    await this.#threadWrites;
     await this.#flushLog().catch(() => {});
     for (
       const actors of [
@@ -1440,33 +1439,18 @@ export class Peer {
       ? [known]
       : (await this.#store.peers()).map((p) => p.key);
     for (const peer of peers) {
-      if ((await this.#store.outbox(peer)).some((e) => e.id === id)) {
-        return true;
-      }
+      if (await this.#store.inOutbox(peer, id)) return true;
     }
     return false;
   }
 
   /** Our side of a thread record: subject on the first msg, our state. */
-  #touchThread(
+  async #touchThread(
     peer: string,
     th: string,
-    change: { subject?: string; mine?: ThreadRecord["mine"]; read?: boolean },
+    change: ThreadPatch,
   ): Promise<void> {
-    const run = this.#threadWrites.then(async () => {
-      const now = timestamp();
-      const record: ThreadRecord = await this.#store.thread(peer, th) ??
-        { peer, th, created: now, updated: now, unread: 0 };
-      if (change.subject !== undefined && record.subject === undefined) {
-        record.subject = change.subject;
-      }
-      if (change.mine) record.mine = change.mine;
-      if (change.read) record.unread = 0;
-      record.updated = now;
-      await this.#store.putThread(record);
-    });
-    this.#threadWrites = run.catch(() => {});
-    return run;
+    await this.#store.patchThread(peer, th, change);
   }
 
   #onSupervisorEvent(e: SupervisorEvent): void {

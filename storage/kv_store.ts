@@ -76,6 +76,7 @@ import type {
   PeerRecord,
   ReceiveOutcome,
   Store,
+  ThreadPatch,
   ThreadRecord,
 } from "./store.ts";
 
@@ -786,6 +787,11 @@ export class KvStore implements Store {
     return entry;
   }
 
+  /** True while the line `id` to `peer` waits for its ack. */
+  async inOutbox(peer: string, id: string): Promise<boolean> {
+    return (await this.#backend.get(["ob", keyText(peer), id])) !== undefined;
+  }
+
   async outbox(peer: string): Promise<OutboxEntry[]> {
     const out: OutboxEntry[] = [];
     const range = {
@@ -1093,6 +1099,39 @@ export class KvStore implements Store {
       ["thr", keyText(record.peer), threadKey(record.th)],
       record,
     );
+  }
+
+  /** Our side of a thread, read and written in one step of the committer. */
+  patchThread(
+    peer: string,
+    th: string,
+    patch: ThreadPatch,
+  ): Promise<ThreadRecord> {
+    try {
+      requireText(peer, "patchThread: peer");
+      requireText(th, "patchThread: th");
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const key: Key = ["thr", keyText(peer), threadKey(th)];
+    return this.#submit(false, async (tx) => {
+      const now = timestamp();
+      const record = await tx.getRecord<ThreadRecord>(key) ??
+        { peer, th, created: now, updated: now, unread: 0 };
+      if (patch.subject !== undefined && record.subject === undefined) {
+        record.subject = clip(patch.subject);
+      }
+      if (patch.mine) {
+        record.mine = { ...patch.mine, state: clip(patch.mine.state) };
+        if (patch.mine.note !== undefined) {
+          record.mine.note = clip(patch.mine.note);
+        }
+      }
+      if (patch.read) record.unread = 0;
+      record.updated = now;
+      await tx.putRecord(key, record);
+      return record;
+    }, [key]);
   }
 
   log(entries: Omit<LogEntry, "seq">[]): Promise<void> {

@@ -54,6 +54,16 @@ export interface ThreadRecord {
   unread: number;
 }
 
+/** A change to our side of a thread ({@link Store.patchThread}). */
+export interface ThreadPatch {
+  /** Set as the subject when the thread has none yet. */
+  subject?: string;
+  /** Our new state. */
+  mine?: SideState;
+  /** Marks every message of the thread read. */
+  read?: boolean;
+}
+
 /** A reference to spooled blob bytes, so chunk data never sits in the outbox. */
 export interface ChunkSource {
   /** Path of the spooled (snapshotted) file. */
@@ -241,6 +251,9 @@ export interface Store {
   /** Every unacked outbox entry for `peer`, in id order. */
   outbox(peer: string): Promise<OutboxEntry[]>;
 
+  /** True while the line `id` to `peer` is in the outbox (not yet acked). */
+  inOutbox(peer: string, id: string): Promise<boolean>;
+
   /**
    * The entries to replay after the remote's `resume`: in listed threads
    * those with id greater than the seen id, in unlisted threads all, in id
@@ -281,6 +294,16 @@ export interface Store {
   thread(peer: string, th: string): Promise<ThreadRecord | undefined>;
   /** Stores a thread record, replacing the previous one. */
   putThread(record: ThreadRecord): Promise<void>;
+  /**
+   * Changes our side of a thread atomically with respect to every other
+   * write (received lines count unread in their own commit), creating the
+   * record if needed; concurrent patches share group commits.
+   */
+  patchThread(
+    peer: string,
+    th: string,
+    patch: ThreadPatch,
+  ): Promise<ThreadRecord>;
 
   /** Appends lines to the traffic log (batched by the caller). */
   log(entries: Omit<LogEntry, "seq">[]): Promise<void>;
