@@ -10,26 +10,15 @@
  */
 
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
 import { CrashPeer } from "./fixtures/crash_peer.ts";
+import { randomBytes } from "./helpers/random_bytes.ts";
+import { sha256Hex as sha256 } from "./helpers/sha256_hex.ts";
 
 const MiB = 1024 * 1024;
 const SIZE = 20 * MiB;
 const CHUNKS = SIZE / 262144; // the default chunk size
 /** Chunks stored before the kill: "after some progress". */
 const KILL_AFTER = 12;
-
-function sha256(bytes: Uint8Array): string {
-  return createHash("sha256").update(bytes).digest("hex");
-}
-
-function randomBytes(size: number): Uint8Array {
-  const bytes = new Uint8Array(size);
-  for (let i = 0; i < size; i += 65536) {
-    crypto.getRandomValues(bytes.subarray(i, Math.min(size, i + 65536)));
-  }
-  return bytes;
-}
 
 const CHUNK_N = /"t":"chunk"[^]*?"n":(\d+)|"n":(\d+)[^]*?"t":"chunk"/;
 

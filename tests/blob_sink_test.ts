@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
 import {
   BlobSink,
   type ChunkInput,
@@ -13,39 +12,17 @@ import {
 } from "../storage/spool.ts";
 import { KvStore } from "../storage/kv_store.ts";
 import { encodeBase64 } from "../wire/base64.ts";
+import { pathExists as exists } from "./helpers/path_exists.ts";
+import { randomBytes } from "./helpers/random_bytes.ts";
+import { sha256Hex as sha256 } from "./helpers/sha256_hex.ts";
+import { withTempDir as withTempDirIn } from "./helpers/temp_dir.ts";
 
 const PEER = "ed25519:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
 const KIB = 1024;
 const MIB = 1024 * KIB;
 
-function randomBytes(size: number): Uint8Array {
-  const bytes = new Uint8Array(size);
-  for (let i = 0; i < size; i += 65536) {
-    crypto.getRandomValues(bytes.subarray(i, Math.min(size, i + 65536)));
-  }
-  return bytes;
-}
-
-function sha256(bytes: Uint8Array): string {
-  return createHash("sha256").update(bytes).digest("hex");
-}
-
-async function withTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = await Deno.makeTempDir({ prefix: "awp-sink-" });
-  try {
-    await fn(dir);
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
+function withTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
+  return withTempDirIn(fn, { prefix: "awp-sink-" });
 }
 
 /** The chunk lines a sender would write for `bytes`, chunked at `size`. */

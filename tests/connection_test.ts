@@ -10,12 +10,7 @@ import {
   type ConnectionOptions,
   type ReceivedLine,
 } from "../actors/connection.ts";
-import {
-  dial,
-  listen,
-  type Listener,
-  type Transport,
-} from "../actors/transport.ts";
+import { listen, type Listener, type Transport } from "../actors/transport.ts";
 import { MemoryStore } from "../storage/memory_store.ts";
 import { KvStore } from "../storage/kv_store.ts";
 import type { Store } from "../storage/store.ts";
@@ -25,6 +20,7 @@ import { encodeBase64Url } from "../wire/base64.ts";
 import { LineReader } from "../wire/line_reader.ts";
 import { IdGenerator } from "../wire/id.ts";
 import { timestamp } from "../wire/time.ts";
+import { transportPair } from "./helpers/transport_pair.ts";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -79,11 +75,7 @@ async function connectPair(
     signerB?: Signer;
   } = {},
 ) {
-  let accepted!: (t: Transport) => void;
-  const server = new Promise<Transport>((r) => accepted = r);
-  const listener = await listen(address, (t) => accepted(t));
-  const ta = await dial(listener.addr);
-  const tb = await server;
+  const { listener, client: ta, server: tb } = await transportPair(address);
   const a = makeSide(
     ta,
     true,

@@ -10,38 +10,16 @@
  */
 
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
 import { type CrashLine, CrashPeer } from "./fixtures/crash_peer.ts";
 import { openStore } from "../storage/open_store.ts";
+import { prng } from "./helpers/prng.ts";
+import { randomBytes } from "./helpers/random_bytes.ts";
+import { sha256Hex as sha256 } from "./helpers/sha256_hex.ts";
 
 const MESSAGES = 500;
 const THREADS = 5;
 const KILLS = 10;
 const KiB = 1024;
-
-/** mulberry32: small, seedable, good enough to pick moments. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function sha256(bytes: Uint8Array): string {
-  return createHash("sha256").update(bytes).digest("hex");
-}
-
-function randomBytes(size: number): Uint8Array {
-  const bytes = new Uint8Array(size);
-  for (let i = 0; i < size; i += 65536) {
-    crypto.getRandomValues(bytes.subarray(i, Math.min(size, i + 65536)));
-  }
-  return bytes;
-}
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));

@@ -4,16 +4,10 @@ import {
   parseExecRequest,
   runExec,
 } from "../actors/exec_runner.ts";
+import { withTempDir } from "./helpers/temp_dir.ts";
 
-async function withRoot(fn: (root: string) => Promise<void>): Promise<void> {
-  const root = await Deno.realPath(
-    await Deno.makeTempDir({ prefix: "awp-exec-" }),
-  );
-  try {
-    await fn(root);
-  } finally {
-    await Deno.remove(root, { recursive: true });
-  }
+function withRoot(fn: (root: string) => Promise<void>): Promise<void> {
+  return withTempDir(fn, { prefix: "awp-exec-", realPath: true });
 }
 
 function alive(pid: number): boolean {

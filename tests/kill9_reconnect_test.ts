@@ -1,110 +1,13 @@
 import assert from "node:assert/strict";
+import { JsonLineChild } from "./helpers/json_line_child.ts";
 
 const FIXTURE = new URL("./fixtures/peer.ts", import.meta.url).pathname;
 const CONFIG = new URL("../deno.json", import.meta.url).pathname;
 
-type Line = Record<string, unknown> & { event: string };
-
-/** One fixture process: JSON lines out, commands in. */
-class PeerProcess {
-  readonly child: Deno.ChildProcess;
-  readonly lines: Line[] = [];
-  #writer: WritableStreamDefaultWriter<Uint8Array>;
-  #pump: Promise<void>;
-  #waiters: Array<() => void> = [];
-
+/** One `fixtures/peer.ts` process: JSON lines out, commands in. */
+class PeerProcess extends JsonLineChild {
   constructor(args: string[]) {
-    this.child = new Deno.Command(Deno.execPath(), {
-      args: ["run", "-A", "--config", CONFIG, FIXTURE, ...args],
-      stdin: "piped",
-      stdout: "piped",
-      stderr: "inherit",
-    }).spawn();
-    this.#writer = this.child.stdin.getWriter();
-    this.#pump = this.#read();
-  }
-
-  async #read(): Promise<void> {
-    const decoder = new TextDecoder();
-    let buffered = "";
-    for await (const chunk of this.child.stdout) {
-      buffered += decoder.decode(chunk, { stream: true });
-      let nl: number;
-      while ((nl = buffered.indexOf("\n")) >= 0) {
-        const text = buffered.slice(0, nl);
-        buffered = buffered.slice(nl + 1);
-        try {
-          this.lines.push(JSON.parse(text));
-        } catch {
-          this.lines.push({ event: "stdout", text });
-        }
-        for (const wake of this.#waiters.splice(0)) wake();
-      }
-    }
-    for (const wake of this.#waiters.splice(0)) wake();
-  }
-
-  /** Waits for a line matching `match`, at or after index `from`. */
-  async waitFor(
-    match: (l: Line) => boolean,
-    what: string,
-    ms = 20_000,
-    from = 0,
-  ): Promise<Line> {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      const found = this.lines.slice(from).find(match);
-      if (found) return found;
-      const left = deadline - Date.now();
-      if (left <= 0) {
-        throw new Error(
-          `timed out waiting for ${what}; saw ${
-            JSON.stringify(this.lines.slice(-10))
-          }`,
-        );
-      }
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      await new Promise<void>((resolve) => {
-        this.#waiters.push(resolve);
-        timer = setTimeout(resolve, Math.min(left, 200));
-      });
-      clearTimeout(timer);
-    }
-  }
-
-  async command(value: Record<string, unknown>): Promise<void> {
-    await this.#writer.write(
-      new TextEncoder().encode(JSON.stringify(value) + "\n"),
-    );
-  }
-
-  kill9(): void {
-    this.child.kill("SIGKILL");
-  }
-
-  /** Asks it to quit, then waits (or kills it after a while). */
-  async finish(): Promise<void> {
-    try {
-      await this.command({ quit: true });
-      await this.#writer.close();
-    } catch { /* already gone */ }
-    const timer = setTimeout(() => {
-      try {
-        this.child.kill("SIGKILL");
-      } catch { /* exited */ }
-    }, 10_000);
-    await this.child.status;
-    clearTimeout(timer);
-    await this.#pump;
-  }
-
-  /** After a kill: reap the process and its pipes. */
-  async reap(): Promise<void> {
-    try {
-      await this.#writer.close();
-    } catch { /* broken pipe */ }
-    await this.child.status;
-    await this.#pump;
+    super(["run", "-A", "--config", CONFIG, FIXTURE, ...args]);
   }
 }
 

@@ -118,18 +118,22 @@ Deno.test("openStore: memory, and bad options", async () => {
 
 Deno.test("openStore: without --unstable-kv it says so in one line", async () => {
   const script = new URL("../storage/open_store.ts", import.meta.url).href;
+  // Made (and removed) here: the child exits without cleaning up.
+  const home = await Deno.makeTempDir({ prefix: "awp-nokv-" });
   const code = `
     const { openStore, StoreUnavailableError } = await import(${
     JSON.stringify(script)
   });
-    try { await openStore({ home: Deno.makeTempDirSync() }); console.log("opened"); }
+    try { await openStore({ home: ${
+    JSON.stringify(home)
+  } }); console.log("opened"); }
     catch (e) { console.log(e instanceof StoreUnavailableError ? "unavailable" : "other"); console.log(e.message); }
   `;
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["eval", "--no-config", code],
     stdout: "piped",
     stderr: "piped",
-  }).output();
+  }).output().finally(() => Deno.remove(home, { recursive: true }));
   const lines = new TextDecoder().decode(out.stdout).trim().split("\n");
   assert.equal(lines[0], "unavailable", new TextDecoder().decode(out.stderr));
   assert.equal(lines.length, 2);

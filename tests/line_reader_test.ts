@@ -1,18 +1,7 @@
 import assert from "node:assert/strict";
 import { type LineEvent, LineReader } from "../wire/line_reader.ts";
 import { MAX_LINE_BYTES } from "../wire/frame.ts";
-
-/** Seeded PRNG (mulberry32) so a failing case reproduces from its seed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from "./helpers/prng.ts";
 
 function randomLine(rand: () => number, maxLen: number): Uint8Array {
   const line = new Uint8Array(Math.floor(rand() * (maxLen + 1)));

@@ -7,7 +7,7 @@
 
 import assert from "node:assert/strict";
 import { Connection } from "../actors/connection.ts";
-import { dial, listen, type Transport } from "../actors/transport.ts";
+import type { Transport } from "../actors/transport.ts";
 import {
   type MirroredLine,
   MirrorHost,
@@ -19,6 +19,7 @@ import { KvStore } from "../storage/kv_store.ts";
 import type { OutboxEntry, Store } from "../storage/store.ts";
 import { Signer } from "../wire/keys.ts";
 import { blobPart, textPart } from "../wire/messages.ts";
+import { transportPair } from "./helpers/transport_pair.ts";
 
 type Obj = Record<string, unknown> & { t: string };
 
@@ -341,11 +342,9 @@ function connection(
 }
 
 async function link(a: Node, b: Node): Promise<void> {
-  let accepted!: (t: Transport) => void;
-  const server = new Promise<Transport>((r) => accepted = r);
-  const listener = await listen("tcp:127.0.0.1:0", (t) => accepted(t));
-  const ta = await dial(listener.addr);
-  const tb = await server;
+  const { listener, client: ta, server: tb } = await transportPair(
+    "tcp:127.0.0.1:0",
+  );
   listener.close();
   const ca = connection(a, ta, true);
   const cb = connection(b, tb, false);

@@ -1,58 +1,13 @@
 import assert from "node:assert/strict";
-import { createHash } from "node:crypto";
 import { Peer, type PeerOptions } from "../actors/peer.ts";
-import type { PeerEvent } from "../actors/peer_events.ts";
+import { EventLog } from "./helpers/event_log.ts";
+import { randomBytes as randomFile } from "./helpers/random_bytes.ts";
+import { sha256Hex as sha256 } from "./helpers/sha256_hex.ts";
 
 const FAST: Partial<PeerOptions> = {
   timeouts: { pingInterval: 0, bye: 1000 },
   dialer: { timing: { baseMs: 50, capMs: 200, graceMs: 100 } },
 };
-
-class Events {
-  readonly list: PeerEvent[] = [];
-  readonly done: Promise<void>;
-
-  constructor(peer: Peer) {
-    const it = peer.events();
-    this.done = (async () => {
-      for await (const e of it) this.list.push(e);
-    })();
-  }
-
-  of<T extends PeerEvent["type"]>(type: T): Extract<PeerEvent, { type: T }>[] {
-    return this.list.filter((e) => e.type === type) as Extract<
-      PeerEvent,
-      { type: T }
-    >[];
-  }
-
-  async until(check: () => boolean, what: string, ms = 15_000): Promise<void> {
-    const start = Date.now();
-    while (!check()) {
-      if (Date.now() - start > ms) {
-        throw new Error(
-          `timed out waiting for ${what}; events: ${
-            this.list.map((e) => e.type).join(",")
-          }`,
-        );
-      }
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  }
-}
-
-function sha256(bytes: Uint8Array): string {
-  return createHash("sha256").update(bytes).digest("hex");
-}
-
-function randomFile(size: number): Uint8Array {
-  const bytes = new Uint8Array(size);
-  // getRandomValues fills at most 64 KiB at a time.
-  for (let i = 0; i < size; i += 65536) {
-    crypto.getRandomValues(bytes.subarray(i, Math.min(size, i + 65536)));
-  }
-  return bytes;
-}
 
 async function pair(
   root: string,
@@ -71,8 +26,9 @@ async function pair(
     ...FAST,
     ...bExtra,
   });
-  const ea = new Events(a);
-  const eb = new Events(b);
+  // Big files take longer: wait up to 15 s by default.
+  const ea = new EventLog(a, 15_000);
+  const eb = new EventLog(b, 15_000);
   await a.connect(await b.listen("tcp:127.0.0.1:0"));
   return { a, b, ea, eb };
 }

@@ -6,42 +6,13 @@
  */
 import assert from "node:assert/strict";
 import { Peer, type PeerOptions } from "../actors/peer.ts";
-import type { PeerEvent } from "../actors/peer_events.ts";
 import { InspectionHub } from "../inspector/inspection_hub.ts";
+import { EventLog } from "./helpers/event_log.ts";
 
 const FAST: Partial<PeerOptions> = {
   timeouts: { pingInterval: 0, bye: 1000 },
   dialer: { timing: { baseMs: 50, capMs: 200 }, random: () => 0.5 },
 };
-
-class Events {
-  readonly list: PeerEvent[] = [];
-  constructor(peer: Peer) {
-    const it = peer.events();
-    void (async () => {
-      for await (const e of it) this.list.push(e);
-    })();
-  }
-  of<T extends PeerEvent["type"]>(type: T): Extract<PeerEvent, { type: T }>[] {
-    return this.list.filter((e) => e.type === type) as Extract<
-      PeerEvent,
-      { type: T }
-    >[];
-  }
-  async until(check: () => boolean, what: string, ms = 10_000): Promise<void> {
-    const start = Date.now();
-    while (!check()) {
-      if (Date.now() - start > ms) {
-        throw new Error(
-          `timed out waiting for ${what}; events: ${
-            this.list.map((e) => e.type).join(",")
-          }`,
-        );
-      }
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  }
-}
 
 async function pair(dir: string, extra: Partial<PeerOptions> = {}) {
   const a = await Peer.open({ home: `${dir}/a`, name: "alice", ...FAST });
@@ -51,8 +22,8 @@ async function pair(dir: string, extra: Partial<PeerOptions> = {}) {
     ...FAST,
     ...extra,
   });
-  const ae = new Events(a);
-  const be = new Events(b);
+  const ae = new EventLog(a);
+  const be = new EventLog(b);
   const addr = await b.listen(`unix:${dir}/b.sock`);
   await a.connect(addr);
   return { a, b, ae, be, addr };
@@ -71,7 +42,7 @@ Deno.test("a grant to an away peer is outboxed, replayed on reconnect, and dropp
       ["grant"],
     );
     b = await Peer.open({ home: `${dir}/b`, name: "bob", ...FAST });
-    be = new Events(b);
+    be = new EventLog(b);
     await b.listen(`unix:${dir}/b.sock`);
     await be.until(() => be.of("grant").length === 1, "the replayed grant");
     const got = be.of("grant")[0];

@@ -1,50 +1,12 @@
 import assert from "node:assert/strict";
 import { Peer, type PeerOptions } from "../actors/peer.ts";
-import type { PeerEvent, PeerMessageEvent } from "../actors/peer_events.ts";
 import type { Part } from "../wire/types.ts";
+import { EventLog } from "./helpers/event_log.ts";
 
 const FAST: Partial<PeerOptions> = {
   timeouts: { pingInterval: 0, bye: 1000 },
   dialer: { timing: { baseMs: 50, capMs: 200, graceMs: 100 } },
 };
-
-/** Collects a peer's events and waits for conditions on them. */
-class Events {
-  readonly list: PeerEvent[] = [];
-  readonly done: Promise<void>;
-
-  constructor(peer: Peer) {
-    const it = peer.events();
-    this.done = (async () => {
-      for await (const e of it) this.list.push(e);
-    })();
-  }
-
-  of<T extends PeerEvent["type"]>(type: T): Extract<PeerEvent, { type: T }>[] {
-    return this.list.filter((e) => e.type === type) as Extract<
-      PeerEvent,
-      { type: T }
-    >[];
-  }
-
-  messages(): PeerMessageEvent[] {
-    return this.of("message");
-  }
-
-  async until(check: () => boolean, what: string, ms = 10_000): Promise<void> {
-    const start = Date.now();
-    while (!check()) {
-      if (Date.now() - start > ms) {
-        throw new Error(
-          `timed out waiting for ${what}; events: ${
-            this.list.map((e) => e.type).join(",")
-          }`,
-        );
-      }
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  }
-}
 
 async function open(
   home: string,
@@ -52,7 +14,7 @@ async function open(
   extra: Partial<PeerOptions> = {},
 ) {
   const peer = await Peer.open({ home, name, ...FAST, ...extra });
-  return { peer, events: new Events(peer) };
+  return { peer, events: new EventLog(peer) };
 }
 
 Deno.test("Peer.open: bad options are one-line errors", async () => {
@@ -289,7 +251,7 @@ Deno.test("grants and introductions arrive as events and are stored", async () =
   const a = await Peer.open({ memory: true, name: "alice", ...FAST });
   const b = await Peer.open({ memory: true, name: "bob", ...FAST });
   const c = await Peer.open({ memory: true, name: "carol", ...FAST });
-  const eb = new Events(b);
+  const eb = new EventLog(b);
   try {
     const addrA = await a.listen("tcp:127.0.0.1:0");
     const addrC = await c.listen("tcp:127.0.0.1:0");

@@ -7,7 +7,7 @@
 
 import assert from "node:assert/strict";
 import { Connection } from "../actors/connection.ts";
-import { dial, listen, type Transport } from "../actors/transport.ts";
+import type { Transport } from "../actors/transport.ts";
 import {
   PresenceGossip,
   type PresenceGossipOptions,
@@ -19,6 +19,7 @@ import { MemoryStore } from "../storage/memory_store.ts";
 import { KvStore } from "../storage/kv_store.ts";
 import type { Store } from "../storage/store.ts";
 import { Signer } from "../wire/keys.ts";
+import { transportPair } from "./helpers/transport_pair.ts";
 import { signPresence } from "../wire/presence.ts";
 import { timestamp } from "../wire/time.ts";
 
@@ -104,11 +105,9 @@ function connection(
 
 /** Connects a (dialing) to b over TCP and runs presence's on-connect step on both. */
 async function link(a: Node, b: Node): Promise<void> {
-  let accepted!: (t: Transport) => void;
-  const server = new Promise<Transport>((r) => accepted = r);
-  const listener = await listen("tcp:127.0.0.1:0", (t) => accepted(t));
-  const ta = await dial(listener.addr);
-  const tb = await server;
+  const { listener, client: ta, server: tb } = await transportPair(
+    "tcp:127.0.0.1:0",
+  );
   listener.close();
   const ca = connection(a, ta, true);
   const cb = connection(b, tb, false);

@@ -12,6 +12,8 @@ import { GrantPolicy } from "../actors/policy.ts";
 import { mintGrant } from "../wire/grant.ts";
 import { Signer } from "../wire/keys.ts";
 import type { DataPart, TextPart } from "../wire/types.ts";
+import { pathExists } from "./helpers/path_exists.ts";
+import { withTempDir } from "./helpers/temp_dir.ts";
 
 const EXEC = "application/vnd.awp.exec+json";
 const READ = "application/vnd.awp.fs-read+json";
@@ -26,24 +28,13 @@ function data(mime: string, value: unknown) {
   return { k: "data", mime, data: value };
 }
 
-async function withRoot(fn: (root: string) => Promise<void>): Promise<void> {
-  const root = await Deno.realPath(
-    await Deno.makeTempDir({ prefix: "awp-profile-" }),
-  );
-  try {
-    await fn(root);
-  } finally {
-    await Deno.remove(root, { recursive: true });
-  }
+function withRoot(fn: (root: string) => Promise<void>): Promise<void> {
+  return withTempDir(fn, { prefix: "awp-profile-", realPath: true });
 }
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.lstat(path);
-    return true;
-  } catch {
-    return false;
-  }
+/** lstat: a dangling symlink left behind counts as existing. */
+function exists(path: string): Promise<boolean> {
+  return pathExists(path, { lstat: true });
 }
 
 function result(o: RequestOutcome) {

@@ -41,6 +41,7 @@ import { encodeBase64, encodeBase64Url } from "../wire/base64.ts";
 import { timestamp } from "../wire/time.ts";
 import ourSchema from "../schema/awp.schema.json" with { type: "json" };
 import fixture from "./fixtures/spec_examples.json" with { type: "json" };
+import { prng } from "./helpers/prng.ts";
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 type Obj = { [k: string]: Json };
@@ -346,17 +347,6 @@ Deno.test("examples: every spec, notes and seed example validates", async () => 
 // ---------------------------------------------------------------------------
 // Generated lines: a seeded model of the protocol, independent of the schema
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 type Spec =
   | { kind: "string" | "nonempty" | "key" | "b64url" | "b64std" | "time" }
   | { kind: "uint" | "bool" | "strings" | "json" | "map" }
@@ -589,7 +579,7 @@ const MODEL: Record<string, Field[]> = {
 class Gen {
   #r: () => number;
   constructor(seed: number) {
-    this.#r = mulberry32(seed);
+    this.#r = prng(seed);
   }
   int(n: number): number {
     return Math.floor(this.#r() * n);
