@@ -355,6 +355,7 @@ export class Peer {
   #maxBlob: number;
   #subs = new Set<EventQueue<PeerEvent>>();
   #early: PeerEvent[] | undefined = [];
+  #sendTurn: Promise<void> = Promise.resolve();
   #acked = new Set<string>();
   #ackWaiters = new Map<string, Set<() => void>>();
   #sentTo = new Map<string, string>();
@@ -653,7 +654,30 @@ export class Peer {
     options: SendOptions = {},
   ): Promise<Sent> {
     this.#open("send");
-    return await this.#sendTo(await this.#resolve(to), text, options);
+    const turn = this.#takeTurn();
+    try {
+      await turn.ready;
+      return await this.#sendTo(
+        await this.#resolve(to),
+        text,
+        options,
+        turn.release,
+      );
+    } finally {
+      turn.release();
+    }
+  }
+
+  /**
+   * Sends keep the order they were called in (ids are allocated when the
+   * store is asked to enqueue): each waits for the previous one to have
+   * asked, not for its commit, so concurrent sends share group commits.
+   */
+  #takeTurn(): { ready: Promise<void>; release: () => void } {
+    const ready = this.#sendTurn;
+    let release!: () => void;
+    this.#sendTurn = new Promise<void>((resolve) => release = resolve);
+    return { ready, release };
   }
 
   /** send, once `to` is resolved (also how served results go back). */
@@ -661,6 +685,7 @@ export class Peer {
     key: string,
     text: string,
     options: SendOptions,
+    asked?: () => void,
   ): Promise<Sent> {
     const th = options.thread ?? newThreadId();
     if (typeof th !== "string" || th === "") {
@@ -737,7 +762,9 @@ export class Peer {
     let entries;
     try {
       // One enqueue: chunk ids come before the msg's (NOTES item 1).
-      entries = await this.#sup.send(key, drafts);
+      const enqueued = this.#sup.send(key, drafts);
+      asked?.();
+      entries = await enqueued;
     } catch (error) {
       await release();
       throw new Error(`send: ${oneLine(error)}`);
@@ -841,18 +868,28 @@ export class Peer {
     note?: string,
   ): Promise<Sent> {
     this.#open("setState");
-    const key = await this.#resolve(to);
-    if (typeof th !== "string" || th === "") {
-      throw new TypeError("setState: th must be a non-empty string");
-    }
-    if (typeof state !== "string" || state === "") {
-      throw new TypeError("setState: state must be a non-empty string");
-    }
+    const turn = this.#takeTurn();
+    let entry: OutboxEntry;
+    let key: string;
     const fields: OutboxDraft["fields"] = { t: "state", th, state };
-    if (note !== undefined) fields.note = note;
-    const invalid = this.#invalid(fields);
-    if (invalid) throw new TypeError(`setState: invalid state: ${invalid}`);
-    const [entry] = await this.#sup.send(key, [{ fields }]);
+    try {
+      await turn.ready;
+      key = await this.#resolve(to);
+      if (typeof th !== "string" || th === "") {
+        throw new TypeError("setState: th must be a non-empty string");
+      }
+      if (typeof state !== "string" || state === "") {
+        throw new TypeError("setState: state must be a non-empty string");
+      }
+      if (note !== undefined) fields.note = note;
+      const invalid = this.#invalid(fields);
+      if (invalid) throw new TypeError(`setState: invalid state: ${invalid}`);
+      const enqueued = this.#sup.send(key, [{ fields }]);
+      turn.release();
+      [entry] = await enqueued;
+    } finally {
+      turn.release();
+    }
     this.#sentTo.set(entry.id, key);
     await this.#touchThread(key, th, {
       mine: { state, ts: entry.ts, ...(note !== undefined ? { note } : {}) },

@@ -294,6 +294,11 @@ class Driver {
     );
   }
 
+  /** Reports a command's failure once its promise settles. */
+  #background(cmd: DriverCommand, work: Promise<void>): void {
+    work.catch((error) => this.#error(`${cmd.cmd}: ${oneLine(error)}`));
+  }
+
   async #execute(cmd: DriverCommand): Promise<void> {
     const to = typeof cmd.peer === "string" ? cmd.peer : this.#current!;
     const str = (name: string): string | undefined =>
@@ -303,21 +308,31 @@ class Driver {
         const parts = Array.isArray(cmd.parts)
           ? cmd.parts as Part[]
           : undefined;
-        const sent = await this.#peer.send(to, str("text") ?? "", {
-          ...(str("th") ? { thread: str("th") } : {}),
-          ...(str("subject") ? { subject: str("subject") } : {}),
-          ...(str("re") ? { re: str("re") } : {}),
-          ...(parts ? { parts } : {}),
-        });
-        this.#emit({ event: "sent", id: sent.id, t: "msg", th: sent.th });
+        // Not awaited: the Peer keeps call order, and sends in flight
+        // together share one storage commit.
+        this.#background(
+          cmd,
+          this.#peer.send(to, str("text") ?? "", {
+            ...(str("th") ? { thread: str("th") } : {}),
+            ...(str("subject") ? { subject: str("subject") } : {}),
+            ...(str("re") ? { re: str("re") } : {}),
+            ...(parts ? { parts } : {}),
+          }).then((sent) =>
+            this.#emit({ event: "sent", id: sent.id, t: "msg", th: sent.th })
+          ),
+        );
         return;
       }
       case "state": {
         const th = str("th");
         const state = str("state");
         if (!th || !state) throw new Error("state needs th and state");
-        const sent = await this.#peer.setState(to, th, state, str("note"));
-        this.#emit({ event: "sent", id: sent.id, t: "state", th });
+        this.#background(
+          cmd,
+          this.#peer.setState(to, th, state, str("note")).then((sent) =>
+            this.#emit({ event: "sent", id: sent.id, t: "state", th })
+          ),
+        );
         return;
       }
       case "blob": {
