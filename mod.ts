@@ -20,19 +20,49 @@
  */
 
 export {
+  type ConnectOptions,
   type GrantOptions,
   type IntroduceOptions,
   Peer,
   type PeerInfo,
   type PeerOptions,
+  type SendFile,
   type SendOptions,
   type Sent,
 } from "./actors/peer.ts";
+export type {
+  Direction,
+  GrantKind,
+  GrantRecord,
+  LogEntry,
+  LogQuery,
+  PeerRecord,
+  SideState,
+  Store,
+  ThreadPatch,
+  ThreadRecord,
+} from "./storage/store.ts";
+export type { BlobRecord, OutboxDraft, OutboxEntry } from "./storage/store.ts";
+export type {
+  ChunkSource,
+  IncomingLine,
+  ReceiveOutcome,
+} from "./storage/store.ts";
+export type { RemoteHello } from "./actors/connection.ts";
+export type { ConnectionTimeouts } from "./actors/connection_machine.ts";
+export type { DialerTiming } from "./actors/dialer_machine.ts";
+export type { AdmissionMode } from "./actors/policy.ts";
+export type { ProfileCap, ServeRecord } from "./actors/profile.ts";
+export type { PresenceInfo } from "./actors/peer_extensions.ts";
+export type { PresenceRecord } from "./actors/presence_gossip.ts";
+export type { MirroredLine, MirroredThread } from "./actors/mirror.ts";
+export type { SignedPresence } from "./wire/presence.ts";
+export type { InspectionHub } from "./inspector/inspection_hub.ts";
 export * from "./actors/peer_events.ts";
 export * from "./wire/types.ts";
 export * from "./wire/messages.ts";
 export { parseLine, type ParseResult } from "./wire/parse.ts";
-export { validateMessage } from "./wire/validate.ts";
+export { validateMessage, type ValidationResult } from "./wire/validate.ts";
 export { encodeLine, LineTooLargeError, MAX_LINE_BYTES } from "./wire/frame.ts";
 export {
   grantHash,
