@@ -45,9 +45,8 @@ interface NativeBase64Ctor {
 }
 const nativeEncode = (Uint8Array.prototype as NativeBase64).toBase64;
 const nativeDecode = (Uint8Array as unknown as NativeBase64Ctor).fromBase64;
-// The native decoder skips whitespace; these guards keep our strictness.
-const STD_TEXT = /^[A-Za-z0-9+/]*={0,2}$/;
-const URL_TEXT = /^[A-Za-z0-9_-]*={0,2}$/;
+const NATIVE_ALPHABETS = ["base64", "base64url"] as const;
+const WHITESPACE = [" ", "\n", "\r", "\t", "\f"];
 
 function encode(bytes: Uint8Array, alphabet: string, pad: boolean): string {
   if (nativeEncode) {
@@ -127,17 +126,15 @@ export function encodeBase64(bytes: Uint8Array): string {
  */
 export function decodeBase64(text: string): Uint8Array {
   if (typeof text !== "string") throw new Base64Error("base64: not a string");
-  if (nativeDecode) {
-    const alphabet = STD_TEXT.test(text)
-      ? "base64"
-      : URL_TEXT.test(text)
-      ? "base64url"
-      : undefined;
-    if (alphabet) {
+  // The native decoder skips ASCII whitespace, which we refuse; indexOf is
+  // far cheaper than a regular expression over a 350 KB chunk.
+  if (nativeDecode && !WHITESPACE.some((c) => text.includes(c))) {
+    for (const alphabet of NATIVE_ALPHABETS) {
       try {
         return nativeDecode(text, { alphabet, lastChunkHandling: "loose" });
       } catch {
-        // Fall through: the slow path says precisely what is wrong.
+        // Not this alphabet (or malformed): try the other, then the slow
+        // path, which says precisely what is wrong.
       }
     }
   }
