@@ -54,7 +54,14 @@
  * the floor counts as a duplicate. That is exact for senders whose ids
  * increase (NOTES item 3); a sender that reuses lower ids after the retention
  * window would be taken for a replay. What stays per thread is one `seen`
- * record.
+ * record, and that goes too once the thread ended (either side done, failed
+ * or closed) and did not change since `olderThan`.
+ *
+ * The traffic log keeps at most `maxLogEntries` (default 100,000): every
+ * `min(1000, maxLogEntries / 10)` appends a trim deletes the oldest entries
+ * with their parts and `logp`/`logt` keys, so it never holds more than the
+ * bound plus one trim interval. `expireOutbox` also trims log entries older
+ * than `olderThan`, from the oldest on.
  *
  * @module
  */
@@ -119,6 +126,35 @@ export interface KvBackend {
   close(): void;
 }
 
+/**
+ * Options of {@link KvStore} and `MemoryStore`.
+ *
+ * @example
+ * ```ts
+ * import type { KvStoreOptions } from "./kv_store.ts";
+ * const options: KvStoreOptions = { maxLogEntries: 10_000 };
+ * console.log(options.maxLogEntries); // 10000
+ * ```
+ */
+export interface KvStoreOptions {
+  /**
+   * Most traffic log entries kept (oldest trimmed first); default
+   * {@link DEFAULT_MAX_LOG_ENTRIES}, `Infinity` keeps everything.
+   */
+  maxLogEntries?: number;
+}
+
+/**
+ * Default bound of the traffic log, in entries.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_MAX_LOG_ENTRIES } from "./kv_store.ts";
+ * console.log(DEFAULT_MAX_LOG_ENTRIES); // 100000
+ * ```
+ */
+export const DEFAULT_MAX_LOG_ENTRIES = 100_000;
+
 /** Largest record part stored in one value (KV values are ≤ 64 KiB). */
 export const PART_BYTES = 60_000;
 
@@ -134,6 +170,10 @@ const MAX_KEY_TEXT = 128;
 const LAST_ID: Key = ["id", "last"];
 const LOG_SEQ: Key = ["seq", "log"];
 const END_SEQ = Number.MAX_SAFE_INTEGER;
+// The log is trimmed every this many appends at most (fewer for small bounds).
+const TRIM_EVERY = 1000;
+/** Thread states after which a thread's dedup watermark may be forgotten. */
+const ENDED_STATES: ReadonlySet<string> = new Set(["done", "failed", "closed"]);
 
 const utf8 = new TextEncoder();
 const fromUtf8 = new TextDecoder();
@@ -506,25 +546,41 @@ export class KvStore implements Store {
   #overlay: Map<string, Mutation> = new Map();
   /** Values read ahead for the current drain (older than the overlay). */
   #prefetched: Map<string, unknown> = new Map();
+  #maxLog: number;
+  #trimEvery: number;
+  /** Log appends since the last trim was scheduled. */
+  #sinceTrim = 0;
 
   /**
    * Wraps a backend; `lastId` and `seq` resume the id generator and the log
-   * sequence. Use {@link KvStore.open} for Deno KV.
+   * sequence. Use {@link KvStore.open} for Deno KV. Throws a one-line
+   * RangeError for a bad `options.maxLogEntries`.
    */
   constructor(
     backend: KvBackend,
     resume: { lastId?: string; seq?: number } = {},
+    options: KvStoreOptions = {},
   ) {
+    this.#maxLog = checkMaxLog(options.maxLogEntries);
     this.#backend = backend;
     this.#ids = new IdGenerator({ last: resume.lastId });
     this.#seq = resume.seq ?? 0;
+    this.#trimEvery = Math.max(
+      1,
+      Math.min(TRIM_EVERY, Math.ceil(this.#maxLog / 10)),
+    );
   }
 
   /**
    * Opens Deno KV at `path`: undefined for an in-memory KV, a file path, or
-   * a KV Connect URL (http/https, with `DENO_KV_ACCESS_TOKEN`).
+   * a KV Connect URL (http/https, with `DENO_KV_ACCESS_TOKEN`). A log over
+   * `options.maxLogEntries` (a smaller bound than last time) is trimmed.
    */
-  static async open(path?: string): Promise<KvStore> {
+  static async open(
+    path?: string,
+    options: KvStoreOptions = {},
+  ): Promise<KvStore> {
+    checkMaxLog(options.maxLogEntries);
     const kv = await Deno.openKv(path ?? ":memory:");
     try {
       const backend = new DenoKvBackend(kv);
@@ -533,8 +589,9 @@ export class KvStore implements Store {
       const store = new KvStore(backend, {
         lastId: typeof lastId === "string" ? lastId : undefined,
         seq: typeof seq === "number" ? seq : 0,
-      });
+      }, options);
       await store.#cleanStaged();
+      await store.#trimLog();
       return store;
     } catch (error) {
       kv.close();
@@ -922,6 +979,15 @@ export class KvStore implements Store {
     });
   }
 
+  /**
+   * Retention, for everything older than `olderThan` (ms since the epoch):
+   * outbox entries queued before it (their count is the result); exact
+   * received ids, folded into their thread's dedup floor; log entries from
+   * the oldest on, up to the first one not older; and the `seen` record of
+   * threads that ended (either side done, failed or closed) and did not
+   * change since. After that a replayed old line of such a thread counts as
+   * new, and resume no longer lists the thread.
+   */
   expireOutbox(olderThan: number): Promise<number> {
     if (!Number.isFinite(olderThan)) {
       return Promise.reject(
@@ -933,6 +999,29 @@ export class KvStore implements Store {
     const end = Math.max(0, Math.ceil(olderThan));
     return this.#submit(true, async (tx) => {
       let count = 0;
+      // Ended threads first, so the floors below skip their seen records.
+      const forget = new Set<string>();
+      for await (
+        const { key, value } of listRecords(this.#backend, {
+          prefix: ["thr"],
+        }, 3)
+      ) {
+        const r = value as ThreadRecord;
+        const ended = ENDED_STATES.has(r.mine?.state ?? "") ||
+          ENDED_STATES.has(r.theirs?.state ?? "");
+        if (ended && Date.parse(r.updated) < olderThan) {
+          const seenKey: Key = ["seen", key[1], key[2]];
+          forget.add(encodeKey(seenKey));
+          await tx.deleteRecord(seenKey);
+          tx.cut();
+        }
+      }
+      for await (
+        const listed of listRecords(this.#backend, { prefix: ["log"] }, 2)
+      ) {
+        if (!((listed.value as LogEntry).at < olderThan)) break;
+        await this.#dropLog(tx, listed);
+      }
       for await (
         const { key, value } of this.#backend.list({
           start: ["obq"],
@@ -960,6 +1049,8 @@ export class KvStore implements Store {
         const id = value as string;
         tx.delete(["rx", pk, tk, ik]);
         tx.delete(key);
+        tx.cut();
+        if (forget.has(encodeKey(["seen", pk, tk]))) continue;
         const seen = await tx.getRecord<SeenRecord>(["seen", pk, tk]) ?? {};
         if (seen.floor === undefined || id > seen.floor) {
           await tx.putRecord(["seen", pk, tk], { ...seen, floor: id });
@@ -1006,10 +1097,12 @@ export class KvStore implements Store {
         const seen = await tx.getRecord<SeenRecord>(["seen", pk, tk]);
         const duplicate = (await tx.get(rxKey)) !== undefined ||
           (seen?.floor !== undefined && line.id <= seen.floor);
-        out.push({ id: line.id, duplicate });
-        if (duplicate) continue;
+        if (duplicate) {
+          out.push({ id: line.id, duplicate });
+          continue;
+        }
         // The log record first: if split, its parts commit before this group.
-        await this.#appendLog(tx, {
+        const seq = await this.#appendLog(tx, {
           peer,
           dir: "in",
           t: line.t,
@@ -1018,6 +1111,7 @@ export class KvStore implements Store {
           line: line.t === "chunk" ? elideChunk(line) : line.raw,
           at,
         });
+        out.push({ id: line.id, duplicate, seq });
         tx.set(rxKey, at);
         tx.set(["rxq", at, pk, tk, keyText(line.id)], line.id);
         if (line.th !== undefined && CONTENT_TYPES.has(line.t)) {
@@ -1165,7 +1259,12 @@ export class KvStore implements Store {
   }
 
   /** Seqs are taken in commit order, so they increase with the log. */
-  async #appendLog(tx: Tx, entry: Omit<LogEntry, "seq">): Promise<void> {
+  async #appendLog(tx: Tx, entry: Omit<LogEntry, "seq">): Promise<number> {
+    if (++this.#sinceTrim >= this.#trimEvery) {
+      this.#sinceTrim = 0;
+      // Queued behind this op; a store closing meanwhile just skips it.
+      this.#trimLog().catch(() => {});
+    }
     const seq = ++this.#seq;
     const pk = keyText(entry.peer);
     await tx.putRecord(["log", seq], { seq, ...entry }, true);
@@ -1174,6 +1273,34 @@ export class KvStore implements Store {
       tx.set(["logt", pk, threadKey(entry.th), seq], 1);
     }
     tx.set(LOG_SEQ, seq);
+    return seq;
+  }
+
+  /**
+   * Deletes the oldest log entries, with their parts and index keys, down to
+   * the bound. Not exclusive: it only reads committed entries, older than
+   * any still in the overlay, and nothing else writes them.
+   */
+  #trimLog(): Promise<void> {
+    if (this.#maxLog === Infinity) return Promise.resolve();
+    return this.#submit(false, async (tx) => {
+      const cutoff = this.#seq - this.#maxLog;
+      if (cutoff < 1) return;
+      const range = { start: ["log", 0], end: ["log", cutoff + 1] };
+      for await (const listed of listRecords(this.#backend, range, 2)) {
+        await this.#dropLog(tx, listed);
+      }
+    });
+  }
+
+  /** Deletes one log entry, its parts and its index keys. */
+  async #dropLog(tx: Tx, { key, value, parts }: Listed): Promise<void> {
+    const e = value as LogEntry;
+    await tx.deleteRecord(key, parts);
+    const pk = keyText(e.peer);
+    tx.delete(["logp", pk, e.seq]);
+    if (e.th !== undefined) tx.delete(["logt", pk, threadKey(e.th), e.seq]);
+    tx.cut();
   }
 
   /** Log entries in `seq` order, filtered by `query`. */
@@ -1339,6 +1466,22 @@ export class KvStore implements Store {
     ) out.push(value as T);
     return out;
   }
+}
+
+/** Validates a `maxLogEntries` option; undefined gives the default. */
+function checkMaxLog(value: unknown): number {
+  if (value === undefined) return DEFAULT_MAX_LOG_ENTRIES;
+  if (
+    value !== Infinity &&
+    (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1)
+  ) {
+    throw new RangeError(
+      `maxLogEntries must be a positive integer or Infinity, got ${
+        typeof value === "string" ? JSON.stringify(value) : String(value)
+      }`,
+    );
+  }
+  return value as number;
 }
 
 /** A received chunk line for the log, without its data. */

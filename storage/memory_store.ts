@@ -12,52 +12,156 @@ import {
   type KeyRange,
   type KvBackend,
   KvStore,
+  type KvStoreOptions,
   type Mutation,
 } from "./kv_store.ts";
 
-/** An ordered in-memory map with the {@link KvBackend} operations. */
+interface Entry {
+  key: Key;
+  value: unknown;
+}
+
+/** A run of consecutive keys, sorted, with their entries alongside. */
+interface Block {
+  keys: string[];
+  entries: Entry[];
+  /** The generation it was made in; older blocks may be in a snapshot. */
+  gen: number;
+}
+
+// Inserts and deletes splice one block, never the whole key set; full
+// blocks split in two. Appends (log seqs, outbox ids) start a new block.
+const BLOCK = 512;
+
+/**
+ * An ordered in-memory map with the {@link KvBackend} operations: a sorted
+ * list of sorted blocks. `list` iterates a snapshot without copying it:
+ * it bumps the generation, and a later write copies the block (and the
+ * block list) it changes instead of changing them in place.
+ */
 class MemoryBackend implements KvBackend {
-  /** Encoded keys, sorted. */
-  #order: string[] = [];
-  #entries: Map<string, { key: Key; value: unknown }> = new Map();
+  #entries: Map<string, Entry> = new Map();
+  #blocks: Block[] = [];
+  #blocksGen = 0;
+  #gen = 0;
 
   get(key: Key): Promise<unknown> {
     return Promise.resolve(this.#entries.get(encodeKey(key))?.value);
   }
 
-  /** Index of the first encoded key ≥ `target`. */
-  #lowerBound(target: string): number {
+  /** Index of the first block whose last key is ≥ `k` (length if none). */
+  #blockOf(blocks: Block[], k: string): number {
     let lo = 0;
-    let hi = this.#order.length;
+    let hi = blocks.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (this.#order[mid] < target) lo = mid + 1;
+      const keys = blocks[mid].keys;
+      if (keys[keys.length - 1] < k) lo = mid + 1;
       else hi = mid;
     }
     return lo;
   }
 
-  async *list(range: KeyRange): AsyncIterable<{ key: Key; value: unknown }> {
-    let from: number;
+  list(range: KeyRange): AsyncIterable<Entry> {
+    let from: string;
     let inRange: (k: string) => boolean;
+    let skip: string | undefined;
     if ("prefix" in range) {
       const prefix = encodeKey(range.prefix);
-      from = this.#lowerBound(prefix);
+      from = prefix;
       // The prefix itself is not listed, as in Deno KV.
-      if (this.#order[from] === prefix) from++;
+      skip = prefix;
       inRange = (k) => k.startsWith(prefix);
     } else {
       const end = encodeKey(range.end);
-      from = this.#lowerBound(encodeKey(range.start));
+      from = encodeKey(range.start);
       inRange = (k) => k < end;
     }
-    // A snapshot, so writes during the iteration do not disturb it.
-    const keys: string[] = [];
-    for (let i = from; i < this.#order.length && inRange(this.#order[i]); i++) {
-      keys.push(this.#order[i]);
+    // The snapshot: these blocks are never changed in place from now on.
+    const blocks = this.#blocks;
+    this.#gen++;
+    let b = this.#blockOf(blocks, from);
+    let i = b < blocks.length ? lowerBound(blocks[b].keys, from) : 0;
+    return (async function* () {
+      for (; b < blocks.length; b++, i = 0) {
+        const { keys, entries } = blocks[b];
+        for (; i < keys.length; i++) {
+          if (!inRange(keys[i])) return;
+          if (keys[i] !== skip) yield entries[i];
+        }
+      }
+    })();
+  }
+
+  /** The block list, copied first if a snapshot may hold it. */
+  #ownBlocks(): Block[] {
+    if (this.#blocksGen !== this.#gen) {
+      this.#blocks = this.#blocks.slice();
+      this.#blocksGen = this.#gen;
     }
-    const entries = keys.map((k) => this.#entries.get(k)!);
-    for (const entry of entries) yield entry;
+    return this.#blocks;
+  }
+
+  /** Block `b`, copied first if a snapshot may hold it. */
+  #ownBlock(b: number): Block {
+    const block = this.#blocks[b];
+    if (block.gen === this.#gen) return block;
+    const copy = {
+      keys: block.keys.slice(),
+      entries: block.entries.slice(),
+      gen: this.#gen,
+    };
+    this.#ownBlocks()[b] = copy;
+    return copy;
+  }
+
+  #insert(k: string, entry: Entry): void {
+    const blocks = this.#blocks;
+    const last = blocks.length - 1;
+    if (last < 0 || blocks[last].keys[blocks[last].keys.length - 1] < k) {
+      // Append: fill the last block, then start a new one.
+      if (last < 0 || blocks[last].keys.length >= BLOCK) {
+        this.#ownBlocks().push({ keys: [k], entries: [entry], gen: this.#gen });
+      } else {
+        const block = this.#ownBlock(last);
+        block.keys.push(k);
+        block.entries.push(entry);
+      }
+      return;
+    }
+    const b = this.#blockOf(blocks, k);
+    const block = this.#ownBlock(b);
+    const i = lowerBound(block.keys, k);
+    block.keys.splice(i, 0, k);
+    block.entries.splice(i, 0, entry);
+    if (block.keys.length > 2 * BLOCK) {
+      const half = block.keys.length >>> 1;
+      const tail: Block = {
+        keys: block.keys.splice(half),
+        entries: block.entries.splice(half),
+        gen: this.#gen,
+      };
+      this.#ownBlocks().splice(b + 1, 0, tail);
+    }
+  }
+
+  /** Finds the block and position of a key known to be present. */
+  #locate(k: string): [number, number] {
+    const b = this.#blockOf(this.#blocks, k);
+    return [b, lowerBound(this.#blocks[b].keys, k)];
+  }
+
+  #delete(k: string): void {
+    const [b, i] = this.#locate(k);
+    const block = this.#ownBlock(b);
+    block.keys.splice(i, 1);
+    block.entries.splice(i, 1);
+    if (block.keys.length === 0) this.#ownBlocks().splice(b, 1);
+  }
+
+  #replace(k: string, entry: Entry): void {
+    const [b, i] = this.#locate(k);
+    this.#ownBlock(b).entries[i] = entry;
   }
 
   commit(mutations: Mutation[]): Promise<void> {
@@ -67,11 +171,13 @@ class MemoryBackend implements KvBackend {
       if (value === undefined) {
         if (had) {
           this.#entries.delete(k);
-          this.#order.splice(this.#lowerBound(k), 1);
+          this.#delete(k);
         }
       } else {
-        if (!had) this.#order.splice(this.#lowerBound(k), 0, k);
-        this.#entries.set(k, { key: [...key], value });
+        const entry = { key: [...key], value };
+        this.#entries.set(k, entry);
+        if (had) this.#replace(k, entry);
+        else this.#insert(k, entry);
       }
     }
     return Promise.resolve();
@@ -79,17 +185,30 @@ class MemoryBackend implements KvBackend {
 
   close(): void {
     this.#entries.clear();
-    this.#order = [];
+    this.#blocks = [];
   }
 }
 
+/** Index of the first key ≥ `target` in sorted `keys`. */
+function lowerBound(keys: string[], target: string): number {
+  let lo = 0;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (keys[mid] < target) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 /**
- * A {@link Store} kept in memory: for tests and ephemeral peers.
+ * A {@link Store} kept in memory: for tests and ephemeral peers. Options as
+ * for {@link KvStore} (`maxLogEntries`).
  *
  * @example
  * ```ts
  * import { MemoryStore } from "./memory_store.ts";
- * const store = new MemoryStore();
+ * const store = new MemoryStore({ maxLogEntries: 1000 });
  * const [first] = await store.receive("ed25519:peer", [
  *   { id: "01A", t: "msg", th: "t1", message: { t: "msg" }, raw: "{}" },
  * ]);
@@ -98,7 +217,8 @@ class MemoryBackend implements KvBackend {
  * ```
  */
 export class MemoryStore extends KvStore {
-  constructor() {
-    super(new MemoryBackend());
+  /** An empty store; `options.maxLogEntries` bounds the traffic log. */
+  constructor(options: KvStoreOptions = {}) {
+    super(new MemoryBackend(), {}, options);
   }
 }

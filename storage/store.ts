@@ -126,6 +126,11 @@ export interface ReceiveOutcome {
   id: string;
   /** True when this id was already received from this peer. */
   duplicate: boolean;
+  /**
+   * The traffic-log `seq` the line was committed under (not for
+   * duplicates): a cursor for {@link Store.readLog}'s `after`.
+   */
+  seq?: number;
 }
 
 /** One line of the traffic log, in or out. */

@@ -10,14 +10,14 @@ import { openStore, StoreUnavailableError } from "../storage/open_store.ts";
 import type { Store } from "../storage/store.ts";
 import { storeContract, type StoreHarness } from "./store_contract.ts";
 
-storeContract("KvStore", async () => {
+storeContract("KvStore", async (options) => {
   const dir = await Deno.makeTempDir({ prefix: "awp-kv-" });
   const path = `${dir}/awp.kv`;
   const harness: StoreHarness = {
-    store: await KvStore.open(path),
+    store: await KvStore.open(path, options),
     reopen: async () => {
       harness.store.close();
-      harness.store = await KvStore.open(path);
+      harness.store = await KvStore.open(path, options);
       return harness.store;
     },
     cleanup: async () => {
@@ -244,4 +244,87 @@ Deno.test("KvStore: calls arriving during a commit share the next one", async ()
   } finally {
     store.close();
   }
+});
+
+/** Every key under `prefix` in the KV file at `path` (the store closed). */
+async function rawKeys(path: string, prefix: string): Promise<Key[]> {
+  const kv = await Deno.openKv(path);
+  try {
+    const out: Key[] = [];
+    for await (const e of kv.list({ prefix: [prefix] })) {
+      out.push(e.key as Key);
+    }
+    return out;
+  } finally {
+    kv.close();
+  }
+}
+
+Deno.test("KvStore: log trims delete split records' parts and index keys", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "awp-kv-" });
+  const path = `${dir}/awp.kv`;
+  try {
+    const store = await KvStore.open(path, { maxLogEntries: 10 });
+    const big = "x".repeat(150_000); // 3 parts
+    for (let i = 0; i < 30; i++) {
+      await store.log([{
+        peer: "ed25519:x",
+        dir: "out",
+        t: "msg",
+        th: `t${i % 2}`,
+        line: i % 5 === 0 ? big : `{"i":${i}}`,
+        at: i,
+      }]);
+    }
+    await store.setMeta("settle", 1);
+    const kept = (await store.readLog()).map((e) => e.seq);
+    store.close();
+    assert.deepEqual(kept, Array.from({ length: 10 }, (_, i) => 21 + i));
+    const log = await rawKeys(path, "log");
+    assert.ok(log.every((k) => (k[1] as number) > 20), JSON.stringify(log));
+    // Heads of 21..30 and 3 parts each of 25 and 30.
+    assert.equal(log.length, 10 + 6);
+    assert.equal((await rawKeys(path, "logp")).length, 10);
+    assert.equal((await rawKeys(path, "logt")).length, 10);
+    assert.deepEqual(await rawKeys(path, "pend"), []);
+    // Reopened with a smaller bound: trimmed at open.
+    const again = await KvStore.open(path, { maxLogEntries: 3 });
+    assert.deepEqual((await again.readLog()).map((e) => e.seq), [28, 29, 30]);
+    again.close();
+    assert.equal((await rawKeys(path, "logp")).length, 3);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("KvStore: expireOutbox drops ended threads' seen rows on disk", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "awp-kv-" });
+  const path = `${dir}/awp.kv`;
+  try {
+    const store = await KvStore.open(path);
+    await store.receive("ed25519:x", [
+      { id: "A1", t: "msg", th: "a", message: { t: "msg" }, raw: "{}" },
+      { id: "B1", t: "msg", th: "b", message: { t: "msg" }, raw: "{}" },
+    ]);
+    const ts = new Date().toISOString();
+    await store.patchThread("ed25519:x", "a", { mine: { state: "done", ts } });
+    await store.expireOutbox(Date.now() + 1000);
+    store.close();
+    const seen = await rawKeys(path, "seen");
+    assert.deepEqual(seen.map((k) => k[2]), ["b"]);
+    assert.deepEqual(await rawKeys(path, "rx"), []);
+    assert.deepEqual(await rawKeys(path, "rxq"), []);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("KvStore.open: a bad maxLogEntries is refused in one line", async () => {
+  await assert.rejects(
+    KvStore.open(undefined, { maxLogEntries: 0 }),
+    (e: Error) =>
+      e instanceof RangeError &&
+      e.message ===
+        "maxLogEntries must be a positive integer or Infinity, got 0",
+  );
 });

@@ -7,6 +7,7 @@
  */
 
 import assert from "node:assert/strict";
+import type { KvStoreOptions } from "../storage/kv_store.ts";
 import type { IncomingLine, OutboxDraft, Store } from "../storage/store.ts";
 
 /** How a test gets a store; `reopen` (durable stores) closes and reopens it. */
@@ -86,7 +87,31 @@ type Case = [
   name: string,
   run: (h: StoreHarness) => Promise<void>,
   durable?: boolean,
+  options?: KvStoreOptions,
 ];
+
+function logLine(i: number, th?: string): {
+  peer: string;
+  dir: "out";
+  t: string;
+  th?: string;
+  line: string;
+  at: number;
+} {
+  return {
+    peer: i % 2 === 0 ? PEER : OTHER,
+    dir: "out",
+    t: "msg",
+    ...(th === undefined ? {} : { th }),
+    line: JSON.stringify({ t: "msg", i }),
+    at: 1000 + i,
+  };
+}
+
+/** Waits for work the store queued behind earlier calls (a log trim). */
+async function settle(store: Store): Promise<void> {
+  await store.setMeta("settle", 1);
+}
 
 const cases: Case[] = [
   [
@@ -175,7 +200,8 @@ const cases: Case[] = [
         incoming("A1", "msg", "t1"),
         incoming("A1", "msg", "t1"),
       ]);
-      assert.deepEqual(first, [{ id: "A1", duplicate: false }, {
+      // A new line reports the log seq it was committed under.
+      assert.deepEqual(first, [{ id: "A1", duplicate: false, seq: 1 }, {
         id: "A1",
         duplicate: true,
       }]);
@@ -186,11 +212,12 @@ const cases: Case[] = [
       assert.deepEqual(again, [{ id: "A1", duplicate: true }, {
         id: "A2",
         duplicate: false,
+        seq: 2,
       }]);
       // Dedup is per peer.
       assert.deepEqual(
         await store.receive(OTHER, [incoming("A1", "msg", "t1")]),
-        [{ id: "A1", duplicate: false }],
+        [{ id: "A1", duplicate: false, seq: 3 }],
       );
     },
   ],
@@ -365,6 +392,123 @@ const cases: Case[] = [
       ]);
       assert.deepEqual(r.map((o) => o.duplicate), [true, true, false, true]);
       assert.deepEqual(await store.seen(PEER), { t1: "D5" });
+    },
+  ],
+  [
+    "the log keeps at most maxLogEntries, trimming the oldest with indexes",
+    async ({ store }) => {
+      // One call per line, then batches, then received lines: 100 appends.
+      for (let i = 0; i < 30; i++) await store.log([logLine(i, "t1")]);
+      for (let i = 30; i < 90; i += 10) {
+        await store.log(
+          Array.from({ length: 10 }, (_, j) => logLine(i + j, "t2")),
+        );
+      }
+      await store.receive(
+        PEER,
+        Array.from(
+          { length: 10 },
+          (_, j) => incoming(`R${90 + j}`, "msg", "t3"),
+        ),
+      );
+      await settle(store);
+      const all = await store.readLog();
+      // 100 appends, a multiple of the trim interval: exactly the bound.
+      assert.equal(all.length, 20);
+      const first = all[0].seq;
+      assert.deepEqual(
+        all.map((e) => e.seq),
+        Array.from({ length: 20 }, (_, i) => first + i),
+      );
+      assert.deepEqual(all.slice(0, 10).map((e) => JSON.parse(e.line).i), [
+        80,
+        81,
+        82,
+        83,
+        84,
+        85,
+        86,
+        87,
+        88,
+        89,
+      ]);
+      assert.deepEqual(
+        (await store.readLog({ peer: PEER })).map((e) => e.seq),
+        all.filter((e) => e.peer === PEER).map((e) => e.seq),
+      );
+      assert.deepEqual(await store.readLog({ peer: OTHER, th: "t1" }), []);
+      assert.equal((await store.readLog({ peer: PEER, th: "t3" })).length, 10);
+      assert.equal((await store.readLog({ after: first - 1 })).length, 20);
+    },
+    false,
+    { maxLogEntries: 20 },
+  ],
+  [
+    "the default bound keeps a log of a few hundred entries whole",
+    async ({ store }) => {
+      // The harness opened with the default bound: a big log stays whole.
+      await store.log(Array.from({ length: 300 }, (_, i) => logLine(i)));
+      await settle(store);
+      assert.equal((await store.readLog()).length, 300);
+    },
+  ],
+  [
+    "expireOutbox trims log entries older than the cut, oldest first",
+    async ({ store }) => {
+      await store.log(Array.from({ length: 10 }, (_, i) => logLine(i)));
+      assert.equal(await store.expireOutbox(1005), 0);
+      assert.deepEqual(
+        (await store.readLog()).map((e) => e.at),
+        [1005, 1006, 1007, 1008, 1009],
+      );
+      assert.equal((await store.readLog({ peer: PEER })).length, 2);
+      // From the oldest on: an old entry after a newer one stays.
+      await store.log([{ ...logLine(0), at: 1 }]);
+      await store.expireOutbox(1007);
+      assert.deepEqual(
+        (await store.readLog()).map((e) => e.at),
+        [1007, 1008, 1009, 1],
+      );
+    },
+  ],
+  [
+    "expireOutbox forgets seen of threads ended and idle since the cut",
+    async ({ store }) => {
+      await store.receive(PEER, [
+        incoming("E1", "msg", "done"),
+        incoming("E2", "msg", "failed"),
+        incoming("E3", "state", "failed", { state: "failed" }),
+        incoming("E4", "msg", "open"),
+        incoming("E5", "msg", "closed"),
+      ]);
+      const ts = new Date().toISOString();
+      await store.patchThread(PEER, "done", { mine: { state: "done", ts } });
+      await store.patchThread(PEER, "open", { mine: { state: "working", ts } });
+      const closed = await store.thread(PEER, "closed");
+      await store.putThread({
+        ...closed!,
+        mine: { state: "closed", ts },
+        updated: new Date(Date.now() + 60_000).toISOString(),
+      });
+      const all = { done: "E1", failed: "E3", open: "E4", closed: "E5" };
+      // Nothing ended before a cut in the past.
+      await store.expireOutbox(Date.now() - 60_000);
+      assert.deepEqual(await store.seen(PEER), all);
+      await store.expireOutbox(Date.now() + 1000);
+      // "closed" changed after the cut: kept.
+      assert.deepEqual(await store.seen(PEER), { open: "E4", closed: "E5" });
+      const again = await store.receive(PEER, [
+        incoming("E1", "msg", "done"),
+        incoming("E4", "msg", "open"),
+        incoming("E5", "msg", "closed"),
+      ]);
+      // Documented: after retention a replayed line of a forgotten thread
+      // counts as new; the others stay duplicates through their floor.
+      assert.deepEqual(again.map((o) => o.duplicate), [false, true, true]);
+      assert.equal(
+        (await store.thread(PEER, "failed"))?.theirs?.state,
+        "failed",
+      );
     },
   ],
   [
@@ -569,6 +713,7 @@ const cases: Case[] = [
       assert.deepEqual(await store.receive(PEER, [line]), [{
         id,
         duplicate: false,
+        seq: 1,
       }]);
       assert.deepEqual(await store.receive(PEER, [line]), [{
         id,
@@ -632,15 +777,15 @@ const cases: Case[] = [
  */
 export function storeContract(
   label: string,
-  open: () => Promise<StoreHarness>,
+  open: (options?: KvStoreOptions) => Promise<StoreHarness>,
   options: { durable: boolean },
 ): void {
-  for (const [name, run, durable] of cases) {
+  for (const [name, run, durable, storeOptions] of cases) {
     if (durable === true && !options.durable) continue;
     Deno.test({
       name: `${label}: ${name}`,
       fn: async () => {
-        const h = await open();
+        const h = await open(storeOptions);
         try {
           await run(h);
         } finally {
