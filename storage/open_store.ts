@@ -38,6 +38,8 @@ export interface OpenStoreOptions {
   url?: string;
   /** Keep everything in memory (ephemeral). */
   memory?: boolean;
+  /** Most traffic-log entries kept (default 100,000). */
+  maxLogEntries?: number;
 }
 
 /**
@@ -54,7 +56,10 @@ export interface OpenStoreOptions {
  * ```
  */
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
-  if (options.memory) return new MemoryStore();
+  const storeOptions = options.maxLogEntries === undefined
+    ? {}
+    : { maxLogEntries: options.maxLogEntries };
+  if (options.memory) return new MemoryStore(storeOptions);
   if (typeof (Deno as { openKv?: unknown }).openKv !== "function") {
     throw new StoreUnavailableError();
   }
@@ -66,12 +71,12 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
         }`,
       );
     }
-    return await KvStore.open(options.url);
+    return await KvStore.open(options.url, storeOptions);
   }
   if (options.home === undefined || options.home === "") {
     throw new TypeError("openStore: give home, url or memory: true");
   }
   // Created private: it holds the identity seed.
   await Deno.mkdir(options.home, { recursive: true, mode: 0o700 });
-  return await KvStore.open(`${options.home}/awp.kv`);
+  return await KvStore.open(`${options.home}/awp.kv`, storeOptions);
 }
