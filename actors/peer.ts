@@ -38,9 +38,12 @@ import type { ConnectionTimeouts } from "./connection_machine.ts";
 import type { DialerTiming } from "./dialer_machine.ts";
 import {
   EventQueue,
+  type EventsOptions,
   type PeerEvent,
+  type PeerMessageEvent,
   type ReceivedBlob,
   servedEvent,
+  type StateEvent,
 } from "./peer_events.ts";
 import { PeerTrust } from "./peer_trust.ts";
 import type { AdmissionMode } from "./policy.ts";
@@ -55,6 +58,7 @@ import type { SignedPresence } from "../wire/presence.ts";
 import { openStore } from "../storage/open_store.ts";
 import type {
   GrantRecord,
+  IncomingLine,
   LogEntry,
   LogQuery,
   OutboxDraft,
@@ -352,6 +356,8 @@ export class Peer {
   #spoolDir: string;
   #blobsDir: string;
   #tempRoot: string | undefined;
+  /** The retention timer (expireOutbox soon after open, then hourly). */
+  #retention: ReturnType<typeof setTimeout> | undefined;
   #maxBlob: number;
   #subs = new Set<EventQueue<PeerEvent>>();
   #early: PeerEvent[] | undefined = [];
@@ -366,6 +372,11 @@ export class Peer {
   #outBlobs = new Map<string, Promise<OutBlobActor>>();
   #inBlobs = new Map<string, Promise<InBlobActor>>();
   #logBuffer: Omit<LogEntry, "seq">[] = [];
+  /** The log seq of each received line, by its parsed message (see #tapReceive). */
+  #seqOf = new WeakMap<object, number>();
+  /** Seqs of received msg/state lines committed here whose event is not out yet, ascending. */
+  #pendingSeqs: number[] = [];
+  #seqWaiters = new Map<number, () => void>();
   #logFlush: Promise<void> | undefined;
   #inflight = new Set<Promise<unknown>>();
   #closing: Promise<void> | undefined;
@@ -454,7 +465,7 @@ export class Peer {
     });
     this.#sup = new Supervisor({
       signer,
-      store,
+      store: this.#tapReceive(store),
       name: options.name,
       about: options.about,
       caps: options.caps ?? DEFAULT_CAPS,
@@ -569,6 +580,7 @@ export class Peer {
       const hosts = await MirrorSharer.savedHosts(store);
       const peer = new Peer(signer, store, options, dirs, hosts);
       peer.#sup.start();
+      peer.#retain(5_000, options.retentionMs ?? 7 * 86_400_000);
       await peer.#redialKnown();
       return peer;
     } catch (error) {
@@ -1069,14 +1081,34 @@ export class Peer {
    * A stream of events from now on (the first stream also gets those that
    * happened since open). Ends when the peer closes, or on `break`.
    *
+   * Exactly-once delivery across crashes: every `message` and `state` event
+   * carries `seq`, its position in the traffic log, and they come out in
+   * seq order. Store the seq of the last event handled atomically with the
+   * effect of handling it (same transaction, same fsynced line), and give
+   * it back as `after` on restart: the stream then first replays, from the
+   * log, every received msg and state with a greater seq (a msg is acked
+   * once committed, so one may have been committed but never handled),
+   * then goes on live, with no gap and nothing twice. Replayed msgs carry
+   * their blobs as stored (completed now if all their bytes are there) and
+   * no `requests` (a request is never served twice). Lines the log no
+   * longer holds (retention) cannot be replayed.
+   *
    * @example
    * ```ts ignore
-   * for await (const e of peer.events()) {
-   *   if (e.type === "message") console.log(e.peer, e.th, e.text);
+   * const after = await loadCursor(); // the seq stored with the last effect
+   * for await (const e of peer.events({ after })) {
+   *   if (e.type !== "message") continue;
+   *   await applyAndSaveCursor(e.text, e.seq); // one atomic write
    * }
    * ```
    */
-  events(): AsyncIterableIterator<PeerEvent> {
+  events(options: EventsOptions = {}): AsyncIterableIterator<PeerEvent> {
+    const after = options?.after;
+    if (after !== undefined && !(Number.isInteger(after) && after >= 0)) {
+      throw new TypeError(
+        `events: after must be the seq (an integer >= 0) of a message or state event, got ${after}`,
+      );
+    }
     const queue: EventQueue<PeerEvent> = new EventQueue(() =>
       this.#subs.delete(queue)
     );
@@ -1086,7 +1118,8 @@ export class Peer {
     }
     if (this.#closing) queue.close();
     else this.#subs.add(queue);
-    return queue;
+    if (after === undefined || this.#closing) return queue;
+    return this.#replayThenLive(queue, after);
   }
 
   /**
@@ -1303,7 +1336,18 @@ export class Peer {
 
   // ---- internals ----
 
+  /** Runs store retention after `delayMs`, then hourly, until close. */
+  #retain(delayMs: number, retentionMs: number): void {
+    const timer = setTimeout(() => {
+      this.#retain(3_600_000, retentionMs);
+      this.#store.expireOutbox(Date.now() - retentionMs).catch(() => {});
+    }, delayMs);
+    Deno.unrefTimer(timer);
+    this.#retention = timer;
+  }
+
   async #close(): Promise<void> {
+    clearTimeout(this.#retention);
     this.#ext.close();
     // Running commands are killed; their results are still queued.
     await this.#requests.close();
@@ -1796,6 +1840,15 @@ export class Peer {
   }
 
   async #onThreadLine(d: Delivery): Promise<void> {
+    const seq = this.#seqOf.get(d.message) ?? 0;
+    try {
+      await this.#threadLine(d, seq);
+    } finally {
+      this.#release(seq);
+    }
+  }
+
+  async #threadLine(d: Delivery, seq: number): Promise<void> {
     const ts = timestamp();
     if (d.message.t === "state" || d.message.t === "msg") {
       const m = d.message as Msg | State;
@@ -1813,16 +1866,8 @@ export class Peer {
       );
     }
     if (d.message.t === "state") {
-      const m = d.message as State;
-      this.#emit({
-        type: "state",
-        peer: d.peer,
-        ts,
-        id: m.id,
-        th: m.th,
-        state: m.state,
-        ...(m.note !== undefined ? { note: m.note } : {}),
-      });
+      await this.#turn(seq);
+      this.#emit(stateEvent(d.peer, ts, d.message as State, seq));
       return;
     }
     if (d.message.t !== "msg") return;
@@ -1830,7 +1875,11 @@ export class Peer {
     const blobs: ReceivedBlob[] = [];
     for (const part of m.parts) {
       if (part.k !== "blob") continue;
-      const blob = await this.#resolveBlob(d, part as BlobPart);
+      const blob = await this.#resolveBlob(
+        d.peer,
+        part as BlobPart,
+        d.connection,
+      );
       blobs.push(blob);
       this.#emit({
         type: "blob",
@@ -1841,30 +1890,176 @@ export class Peer {
         ...blob,
       });
     }
-    const text = m.parts
-      .filter((p): p is Extract<Part, { k: "text" }> => p.k === "text")
-      .map((p) => p.text)
-      .join("\n");
     // The msg is committed and acked; requests are answered after that.
     const requests: RequestInfo[] = await this.#requests.handle(
       d.peer,
       m,
       d.connection.remote?.grants ?? [],
     );
-    this.#emit({
-      type: "message",
-      peer: d.peer,
-      ts,
-      id: m.id,
-      th: m.th,
-      text,
-      parts: m.parts,
-      blobs,
-      message: m,
-      ...(m.subject !== undefined ? { subject: m.subject } : {}),
-      ...(m.re !== undefined ? { re: m.re } : {}),
-      ...(requests.length > 0 ? { requests } : {}),
+    await this.#turn(seq);
+    this.#emit(messageEvent(d.peer, ts, m, blobs, seq, requests));
+  }
+
+  /**
+   * The store handed to the connections: `receive` also notes each fresh
+   * line's log seq (by its parsed message, the object the delivery carries)
+   * and holds its event's turn, so events leave in seq order.
+   */
+  #tapReceive(store: Store): Store {
+    const receive = async (peer: string, lines: IncomingLine[]) => {
+      const outcomes = await store.receive(peer, lines);
+      lines.forEach((line, i) => {
+        const seq = outcomes[i]?.seq;
+        if (seq === undefined || outcomes[i].duplicate) return;
+        this.#seqOf.set(line.message, seq);
+        if (line.t === "msg" || line.t === "state") this.#hold(seq);
+      });
+      return outcomes;
+    };
+    return new Proxy(store, {
+      get(target, prop) {
+        if (prop === "receive") return receive;
+        const value = Reflect.get(target, prop, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
     });
+  }
+
+  #hold(seq: number): void {
+    const list = this.#pendingSeqs;
+    let i = list.length;
+    while (i > 0 && list[i - 1] > seq) i--;
+    list.splice(i, 0, seq);
+  }
+
+  /** Resolves once every earlier held seq has had its event (or failed). */
+  #turn(seq: number): Promise<void> {
+    const head = this.#pendingSeqs[0];
+    if (head === undefined || head >= seq || this.#closing) {
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.#seqWaiters.set(seq, resolve));
+  }
+
+  #release(seq: number): void {
+    const i = this.#pendingSeqs.indexOf(seq);
+    if (i < 0) return;
+    this.#pendingSeqs.splice(i, 1);
+    const head = this.#pendingSeqs[0];
+    const wake = head === undefined ? undefined : this.#seqWaiters.get(head);
+    if (wake) {
+      this.#seqWaiters.delete(head);
+      wake();
+    }
+  }
+
+  /**
+   * `events({ after })`: the received msgs and states the log holds past
+   * `after`, rebuilt, then the live events of `live` (subscribed before the
+   * log was read) minus those already replayed.
+   */
+  #replayThenLive(
+    live: EventQueue<PeerEvent>,
+    after: number,
+  ): EventQueue<PeerEvent> {
+    const out: EventQueue<PeerEvent> = new EventQueue(() => void live.return());
+    const replayed = new Set<number>();
+    const run = async () => {
+      try {
+        let cursor = after;
+        let more = true;
+        while (more && !out.closed) {
+          const page = await this.#store.readLog({
+            after: cursor,
+            limit: LOG_BATCH,
+          });
+          more = page.length === LOG_BATCH;
+          for (const entry of page) {
+            cursor = entry.seq;
+            if (entry.dir !== "in") continue;
+            if (entry.t !== "msg" && entry.t !== "state") continue;
+            // Its event is on the way live, and every later one after it.
+            if (this.#pendingSeqs.includes(entry.seq)) {
+              more = false;
+              break;
+            }
+            const event = await this.#replayEvent(entry);
+            if (!event || out.closed) continue;
+            replayed.add(entry.seq);
+            out.push(event);
+          }
+        }
+      } catch (error) {
+        out.push({
+          type: "error",
+          peer: "",
+          ts: timestamp(),
+          code: "replay",
+          detail: `events: replay after ${after} failed: ${
+            error instanceof Error ? error.message : String(error)
+          }`,
+          remote: false,
+        });
+      }
+      for await (const e of live) {
+        const seen = (e.type === "message" || e.type === "state") &&
+          replayed.delete(e.seq);
+        if (!seen) out.push(e);
+      }
+      out.close();
+    };
+    void run();
+    return out;
+  }
+
+  /** The event a logged msg or state line had (or would have had). */
+  async #replayEvent(
+    entry: LogEntry,
+  ): Promise<PeerMessageEvent | StateEvent | undefined> {
+    let m: Msg | State;
+    try {
+      m = JSON.parse(entry.line);
+    } catch {
+      return undefined; // not a whole line: nothing to rebuild
+    }
+    const ts = timestamp(entry.at);
+    if (m.t === "state") return stateEvent(entry.peer, ts, m, entry.seq);
+    if (m.t !== "msg" || !Array.isArray(m.parts)) return undefined;
+    const blobs: ReceivedBlob[] = [];
+    for (const part of m.parts) {
+      if (part.k === "blob") {
+        blobs.push(await this.#replayBlob(entry.peer, part as BlobPart));
+      }
+    }
+    return messageEvent(entry.peer, ts, m, blobs, entry.seq, []);
+  }
+
+  /** A replayed msg's blob: as stored, or finished now if it can be. */
+  async #replayBlob(peer: string, part: BlobPart): Promise<ReceivedBlob> {
+    const record = await this.#store.blob(peer, part.ref, "in");
+    const base: ReceivedBlob = {
+      ref: part.ref,
+      size: part.size,
+      status: "missing",
+      ...(part.name !== undefined ? { name: part.name } : {}),
+      ...(part.mime !== undefined ? { mime: part.mime } : {}),
+    };
+    switch (record?.status) {
+      case "complete":
+        return {
+          ...base,
+          status: "complete",
+          path: record.path,
+          ...(record.sha256 !== undefined ? { sha256: record.sha256 } : {}),
+        };
+      case "refused":
+        return { ...base, status: "refused", detail: "refused" };
+      case "failed":
+        return { ...base, status: "failed", detail: "failed" };
+      default:
+        // Killed between the msg's commit and its blob's completion.
+        return await this.#resolveBlob(peer, part);
+    }
   }
 
   /** The sink of an incoming blob, made (or resumed from its record) once. */
@@ -1934,7 +2129,12 @@ export class Peer {
     }
   }
 
-  async #resolveBlob(d: Delivery, part: BlobPart): Promise<ReceivedBlob> {
+  /** Finishes the blob a msg names; `conn` (live) hears a refusal. */
+  async #resolveBlob(
+    peer: string,
+    part: BlobPart,
+    conn?: Connection,
+  ): Promise<ReceivedBlob> {
     const base: ReceivedBlob = {
       ref: part.ref,
       size: part.size,
@@ -1942,14 +2142,14 @@ export class Peer {
       ...(part.name !== undefined ? { name: part.name } : {}),
       ...(part.mime !== undefined ? { mime: part.mime } : {}),
     };
-    const id = `${d.peer} ${part.ref}`;
+    const id = `${peer} ${part.ref}`;
     let sink = await this.#sinks.get(id)?.catch(() => undefined);
     if (!sink) {
-      const record = await this.#store.blob(d.peer, part.ref, "in");
+      const record = await this.#store.blob(peer, part.ref, "in");
       if (!record) {
         if (part.size > this.#maxBlob) {
           // No chunk came (sender skipped them?): still say no.
-          d.connection.sendLine({
+          conn?.sendLine({
             t: "err",
             code: "blob_refused",
             detail:
@@ -1960,9 +2160,9 @@ export class Peer {
         }
         return { ...base, detail: "no chunks received" };
       }
-      sink = await this.#sinkFor(d.peer, part.ref, record.th);
+      sink = await this.#sinkFor(peer, part.ref, record.th);
     }
-    const actor = this.#inBlobs.get(`${d.peer} ${part.ref}`);
+    const actor = this.#inBlobs.get(`${peer} ${part.ref}`);
     void actor?.then((a) => {
       if (part.name !== undefined) {
         this.#o.inspect?.register(a, { label: `in ${part.name}` });
@@ -1982,7 +2182,7 @@ export class Peer {
     const event = result ? sinkEvent(result) : undefined;
     if (event) void actor?.then((a) => a.send(event), () => {});
     if (result?.kind === "refused" && !result.repeat) {
-      d.connection.sendLine({
+      conn?.sendLine({
         t: "err",
         code: "blob_refused",
         detail: result.detail,
@@ -2140,4 +2340,55 @@ export class Peer {
       ...(grant ? { grant } : {}),
     });
   }
+}
+
+/** The text parts of a msg, joined with newlines. */
+function textOf(parts: Part[]): string {
+  return parts
+    .filter((p): p is Extract<Part, { k: "text" }> => p.k === "text")
+    .map((p) => p.text)
+    .join("\n");
+}
+
+function messageEvent(
+  peer: string,
+  ts: string,
+  m: Msg,
+  blobs: ReceivedBlob[],
+  seq: number,
+  requests: RequestInfo[],
+): PeerMessageEvent {
+  return {
+    type: "message",
+    peer,
+    ts,
+    id: m.id,
+    th: m.th,
+    text: textOf(m.parts),
+    parts: m.parts,
+    blobs,
+    message: m,
+    ...(m.subject !== undefined ? { subject: m.subject } : {}),
+    ...(m.re !== undefined ? { re: m.re } : {}),
+    ...(requests.length > 0 ? { requests } : {}),
+    seq,
+  };
+}
+
+function stateEvent(
+  peer: string,
+  ts: string,
+  m: State,
+  seq: number,
+): StateEvent {
+  return {
+    type: "state",
+    peer,
+    ts,
+    id: m.id,
+    th: m.th,
+    state: m.state,
+    ...(m.note !== undefined ? { note: m.note } : {}),
+    seq,
+  };
 }

@@ -70,9 +70,16 @@ export interface PeerMessageEvent extends PeerEventBase {
   /**
    * The coding-agent profile requests the msg carries (exec, fs:read,
    * fs:write, admin), each marked allowed (the sender holds the cap) and
-   * served (this peer performs it and sends the result); absent when none.
+   * served (this peer performs it and sends the result); absent when none
+   * and on events replayed by `events({ after })` (never served twice).
    */
   requests?: RequestInfo[];
+  /**
+   * The traffic-log position the msg was committed under: strictly
+   * increasing across received msgs and states, the cursor to give back as
+   * `events({ after })` (0 only from a store that reports no seq).
+   */
+  seq: number;
 }
 
 /** The remote set its soft state of a thread. */
@@ -82,6 +89,8 @@ export interface StateEvent extends PeerEventBase {
   th: string;
   state: string;
   note?: string;
+  /** The traffic-log position, as {@link PeerMessageEvent.seq}. */
+  seq: number;
 }
 
 /** The remote acked one of our lines. */
@@ -243,6 +252,25 @@ export function servedEvent(record: ServeRecord, ts: string): ServedEvent {
     ...(record.error !== undefined ? { error: record.error } : {}),
     duration_ms: record.duration_ms,
   };
+}
+
+/**
+ * Options of `Peer.events`.
+ *
+ * @example
+ * ```ts
+ * import type { EventsOptions } from "./peer_events.ts";
+ * const resume: EventsOptions = { after: 42 }; // the last seq handled
+ * console.log(resume.after); // 42
+ * ```
+ */
+export interface EventsOptions {
+  /**
+   * Replay first: every received msg and state the traffic log holds with
+   * `seq` greater than this, in seq order, then the live events (none of
+   * them twice). Give the `seq` of the last message/state event handled.
+   */
+  after?: number;
 }
 
 /** The `type` of a {@link PeerEvent}. */

@@ -5,6 +5,11 @@
  * address. Then: nothing lost, nothing delivered twice, order kept in every
  * thread, every file byte-identical.
  *
+ * What the receiving application got is its inbox journal (`--inbox`): it
+ * appends each message with its seq, fsynced, and resumes its events with
+ * `after` = the last seq there, so a msg committed and acked but killed
+ * before its event is replayed, and nothing handled is handed over again.
+ *
  * The moments come from a seeded PRNG; the seed is printed. Rerun one with
  * `CRASH_SEED=<seed> deno test -A tests/crash_test.ts`.
  */
@@ -48,15 +53,7 @@ interface BlobView {
   detail?: string;
 }
 
-// KNOWN BUG (for P): a received msg is committed and acked before its
-// "message" event is emitted, and nothing re-emits it after a restart, so a
-// kill -9 in between loses it for the application (seen in about 1 run of
-// 3). Ignored until fixed; run it with AWP_RUN_KNOWN_BUGS=1.
-Deno.test({
-  name:
-    "kill -9 either peer 10+ times while 500 msgs with files stream in 5 threads: nothing lost, no duplicates, order kept, files identical [ignored: BUG msg committed+acked before its event, lost on kill -9 in between]",
-  ignore: Deno.env.get("AWP_RUN_KNOWN_BUGS") !== "1",
-}, async () => {
+Deno.test("kill -9 either peer 10+ times while 500 msgs with files stream in 5 threads: nothing lost, no duplicates, order kept, files identical", async () => {
   const seed = Number(Deno.env.get("CRASH_SEED") ?? Date.now() % 2 ** 31);
   console.log(`crash_test seed ${seed} (rerun: CRASH_SEED=${seed})`);
   const random = prng(seed);
@@ -66,6 +63,7 @@ Deno.test({
   const dir = await Deno.makeTempDir({ prefix: "awp-crash-" });
   const address = `unix:${dir}/rx.sock`;
   const journal = `${dir}/journal.jsonl`;
+  const inbox = `${dir}/inbox.jsonl`;
 
   // The plan: 500 msgs round the threads at random; ~12 carry 1-2 files of
   // 600 KiB to 1.5 MiB (3 to 6 chunks of 256 KiB each).
@@ -90,7 +88,16 @@ Deno.test({
   await Deno.writeTextFile(`${dir}/plan.json`, JSON.stringify(plan));
   const planByTag = new Map(plan.map((p) => [p.tag, p]));
 
-  const rxArgs = ["--home", `${dir}/rx`, "--listen", address, "--name", "rx"];
+  const rxArgs = [
+    "--home",
+    `${dir}/rx`,
+    "--listen",
+    address,
+    "--name",
+    "rx",
+    "--inbox",
+    inbox,
+  ];
   const receivers: CrashPeer[] = [];
   const senders: CrashPeer[] = [];
   let rx = CrashPeer.spawn(rxArgs);
@@ -162,18 +169,24 @@ Deno.test({
     await tx!.waitFor((l) => l.event === "all_acked", "all acked", 30_000);
     const resolved: Journaled[] = (await Deno.readTextFile(journal))
       .split("\n").filter((l) => l !== "").map((l) => JSON.parse(l));
-    const received = () =>
-      receivers.flatMap((r) => r.of("message").filter((l) => l.peer === txKey));
+    // The application's view: its inbox journal (a torn last line was cut
+    // off by the run after it; the last run quits cleanly).
+    const received = async (): Promise<CrashLine[]> => {
+      const text = await Deno.readTextFile(inbox).catch(() => "");
+      return text.split("\n").filter((l) => l !== "").map((l) =>
+        JSON.parse(l) as CrashLine
+      ).filter((l) => l.peer === txKey);
+    };
     // The acks say durable; the events follow the commit at once.
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline) {
-      const got = new Set(received().map((l) => l.id));
+      const got = new Set((await received()).map((l) => l.id));
       if (resolved.every((j) => got.has(j.id))) break;
       await sleep(50);
     }
     await Promise.all([rx.finish(), tx!.finish()]);
 
-    const events = received();
+    const events = await received();
     console.log(
       `${killed.rx} rx kills, ${killed.tx} tx kills, ${receivers.length} rx runs, ${senders.length} tx runs, ${resolved.length} resolved sends, ${events.length} message events`,
     );
