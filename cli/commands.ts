@@ -13,11 +13,18 @@ import { formatAge, formatBytes, type Output, ProgressBar } from "./output.ts";
 import type {
   InboxItem,
   PeerSummary,
+  ProgressItem,
   SendResult,
   StatusResult,
   WaitResult,
 } from "./protocol.ts";
 import { selfCommand } from "./self_command.ts";
+import {
+  DAEMON_CONFIG_HELP,
+  DAEMON_FLAGS,
+  daemonFlagArgv,
+  daemonFlagValues,
+} from "./daemon_flags.ts";
 import { parseAddress } from "../wire/address.ts";
 
 /** What a command gets to run with. */
@@ -44,6 +51,8 @@ export interface Command {
   /** Usage line(s) and flags, printed by `--help`. */
   usage: string;
   flags: FlagSpec[];
+  /** More help after the flags, if any. */
+  help?: string;
   run(ctx: CommandContext): Promise<number>;
 }
 
@@ -276,30 +285,36 @@ function printItems(ctx: CommandContext, items: InboxItem[]): void {
   }
 }
 
-/** Draws a progress bar per outgoing blob until each is done (TTY only). */
-async function showProgress(
-  ctx: CommandContext,
-  peer: string,
-  blobs: Array<{ ref: string; size: number; name?: string }>,
-): Promise<void> {
-  for (const b of blobs) {
-    const bar = new ProgressBar(b.name ?? b.ref, b.size);
-    let idle = 0;
-    let last = -1;
-    while (idle < 100) {
-      const r = await ctx.call("blobs", { peer }) as {
-        blobs: Array<
-          { ref: string; dir: string; bytes: number; status: string }
-        >;
-      };
-      const rec = r.blobs.find((x) => x.ref === b.ref && x.dir === "out");
-      if (!rec || rec.status !== "active" || rec.bytes >= b.size) break;
-      bar.update(rec.bytes);
-      idle = rec.bytes === last ? idle + 1 : 0;
-      last = rec.bytes;
-      await new Promise((res) => setTimeout(res, 100));
+/** Transfers that have ended, one way or another. */
+const ENDED = new Set(["done", "complete", "refused", "failed"]);
+
+/** One progress bar per blob transfer, fed by streamed progress items (TTY only). */
+class ProgressBars {
+  readonly #bars = new Map<string, ProgressBar>();
+
+  /** Takes an item; true when it was a progress item. */
+  take(item: unknown): boolean {
+    const p = item as ProgressItem;
+    if (p?.event !== "progress") return false;
+    const id = `${p.dir} ${p.ref}`;
+    let bar = this.#bars.get(id);
+    if (!bar) {
+      if (ENDED.has(p.status)) return true; // nothing left to draw
+      const label = `${p.dir === "out" ? "send" : "recv"} ${p.name ?? p.ref}`;
+      this.#bars.set(id, bar = new ProgressBar(label, p.total));
     }
-    bar.done();
+    bar.update(p.bytes, { total: p.total, rate: p.rate });
+    if (ENDED.has(p.status)) {
+      bar.done(p.status === "done" || p.status === "complete");
+      this.#bars.delete(id);
+    }
+    return true;
+  }
+
+  /** Ends every bar still drawn. */
+  finish(): void {
+    for (const bar of this.#bars.values()) bar.done(false);
+    this.#bars.clear();
   }
 }
 
@@ -333,27 +348,33 @@ export const COMMANDS: Record<string, Command> = {
     summary:
       "start the daemon in the background and print the address to share",
     usage:
-      "awp up [--name NAME] [--about TEXT] [--listen ADDR]... [--max-blob BYTES]",
-    flags: [
-      { name: "name", type: "string" },
-      { name: "about", type: "string" },
-      { name: "listen", type: "list" },
-      { name: "max-blob", type: "string" },
-      { name: "inspect", type: "optional" },
-      { name: "allow-host", type: "list" },
-    ],
+      "awp up [--name NAME] [--about TEXT] [--listen ADDR]... [--max-blob BYTES] [--presence] [--no-relay]\n" +
+      "       [--trust KEY]... [--accept any|allowlist] [--allow KEY]... [--serve CAPS] [--root DIR]\n" +
+      "       [--store URL] [--inspect[=HOST:PORT]] [--allow-host HOST]...",
+    flags: DAEMON_FLAGS.filter((f) => f.name !== "log"),
+    help: DAEMON_CONFIG_HELP +
+      "\nWhen the daemon is already running, the flags apply from its next start (awp down; awp up ...).",
     async run(ctx) {
-      const extra: string[] = inspectFlags(ctx.args);
-      const maxBlob = ctx.args.string("max-blob");
-      if (maxBlob) extra.push("--max-blob", maxBlob);
-      const name = ctx.args.string("name");
-      const about = ctx.args.string("about");
-      if (name) extra.push("--name", name);
-      if (about) extra.push("--about", about);
-      for (const l of ctx.args.list("listen")) extra.push("--listen", l);
-      await ensureDaemon(ctx.home, extra);
+      if (ctx.args.positionals.length > 0) {
+        throw new UsageError(
+          `unexpected argument "${ctx.args.positionals[0]}"`,
+        );
+      }
+      const values = daemonFlagValues(ctx.args);
+      if (values.store && !Deno.env.get("DENO_KV_ACCESS_TOKEN")) {
+        throw new UsageError(
+          "--store needs DENO_KV_ACCESS_TOKEN in the environment",
+        );
+      }
+      const extra = daemonFlagArgv(values);
+      const started = await ensureDaemon(ctx.home, extra);
+      if (!started && extra.length > 0 && !ctx.out.json) {
+        ctx.out.note(
+          "note: the daemon is already running; the flags apply from its next start (awp down; awp up ...)",
+        );
+      }
       const status = await ctx.call("status") as StatusResult;
-      if (ctx.out.json) ctx.out.value(status);
+      if (ctx.out.json) ctx.out.value({ ...status, started });
       else printIdentity(ctx.out, status);
       return 0;
     },
@@ -544,20 +565,29 @@ export const COMMANDS: Record<string, Command> = {
         }
       }
       const waitAck = a.string("wait-ack");
-      const r = await ctx.call("send", {
-        to: a.string("to"),
-        thread: a.string("thread"),
-        subject: a.string("subject"),
-        re: a.string("re"),
-        words,
-        parts,
-        files,
-        waitAckMs: waitAck === undefined ? undefined : parseDuration(waitAck),
-      }, { start: true }) as SendResult;
-      if (r.note && !ctx.out.json) ctx.out.note(r.note);
-      if (r.blobs && r.connected && Deno.stderr.isTerminal()) {
-        await showProgress(ctx, r.peer, r.blobs);
+      // On a terminal, the daemon streams the blobs' progress until the ack.
+      const progress = files.length > 0 && Deno.stderr.isTerminal();
+      const bars = new ProgressBars();
+      let r: SendResult;
+      try {
+        r = await ctx.call("send", {
+          to: a.string("to"),
+          thread: a.string("thread"),
+          subject: a.string("subject"),
+          re: a.string("re"),
+          words,
+          parts,
+          files,
+          waitAckMs: waitAck === undefined ? undefined : parseDuration(waitAck),
+          progress,
+        }, {
+          start: true,
+          onItem: (item) => void bars.take(item),
+        }) as SendResult;
+      } finally {
+        bars.finish();
       }
+      if (r.note && !ctx.out.json) ctx.out.note(r.note);
       if (ctx.out.json) ctx.out.value(r);
       else {
         const how = r.acked
@@ -617,12 +647,22 @@ export const COMMANDS: Record<string, Command> = {
         throw new UsageError("--state needs --thread");
       }
       const timeoutMs = parseDuration(ctx.args.string("timeout") ?? "5m");
-      const r = await ctx.call("wait", {
-        thread: ctx.args.string("thread"),
-        peer: ctx.args.string("peer"),
-        states,
-        timeoutMs,
-      }, { start: true }) as WaitResult;
+      const bars = new ProgressBars();
+      let r: WaitResult;
+      try {
+        r = await ctx.call("wait", {
+          thread: ctx.args.string("thread"),
+          peer: ctx.args.string("peer"),
+          states,
+          timeoutMs,
+          progress: Deno.stderr.isTerminal(),
+        }, {
+          start: true,
+          onItem: (item) => void bars.take(item),
+        }) as WaitResult;
+      } finally {
+        bars.finish();
+      }
       if (ctx.out.json) ctx.out.value(r);
       else {
         printItems(ctx, r.items);
@@ -652,16 +692,25 @@ export const COMMANDS: Record<string, Command> = {
     ],
     async run(ctx) {
       const once = ctx.args.bool("once");
-      const r = await ctx.call("tail", {
-        follow: !once,
-        all: ctx.args.bool("all"),
-        mark: once || ctx.args.bool("mark"),
-        peer: ctx.args.string("peer"),
-        thread: ctx.args.string("thread"),
-      }, {
-        start: true,
-        onItem: (item) => printItems(ctx, [item as InboxItem]),
-      }) as { items: InboxItem[] };
+      const bars = new ProgressBars();
+      let r: { items: InboxItem[] };
+      try {
+        r = await ctx.call("tail", {
+          follow: !once,
+          all: ctx.args.bool("all"),
+          mark: once || ctx.args.bool("mark"),
+          peer: ctx.args.string("peer"),
+          thread: ctx.args.string("thread"),
+          progress: !once && Deno.stderr.isTerminal(),
+        }, {
+          start: true,
+          onItem: (item) => {
+            if (!bars.take(item)) printItems(ctx, [item as InboxItem]);
+          },
+        }) as { items: InboxItem[] };
+      } finally {
+        bars.finish();
+      }
       if (once && r.items.length === 0 && !ctx.out.json) {
         ctx.out.line("no unread messages");
       }
@@ -905,6 +954,171 @@ export const COMMANDS: Record<string, Command> = {
       };
       if (ctx.out.json) ctx.out.value(r);
       else ctx.out.line(`${alias} = ${r.key}`);
+      return 0;
+    },
+  },
+  presence: {
+    summary:
+      "list the presence documents the daemon holds (origin, name, seq, hops, age)",
+    usage: "awp presence",
+    flags: [],
+    help:
+      "Publishing is opt-in: awp up --presence, AWP_PRESENCE=1 in the daemon's environment,\n" +
+      'or "presence": true in ${home}/config.json. --no-relay (or "relay": false) stops\n' +
+      "forwarding other agents' documents.",
+    async run(ctx) {
+      if (ctx.args.positionals.length > 0) {
+        throw new UsageError(
+          `unexpected argument "${ctx.args.positionals[0]}"`,
+        );
+      }
+      const r = await ctx.call("presence", {}, { start: true }) as {
+        publishing: boolean;
+        relaying: boolean;
+        docs: Array<
+          {
+            origin: string;
+            name?: string;
+            seq: number;
+            hops: number;
+            age_ms: number;
+            viaName?: string;
+            via: string;
+          }
+        >;
+      };
+      if (ctx.out.json) {
+        ctx.out.value(r);
+        return 0;
+      }
+      ctx.out.line(
+        `publishing ${r.publishing ? "on" : "off"}, relaying ${
+          r.relaying ? "on" : "off"
+        }`,
+      );
+      if (r.docs.length === 0) ctx.out.line("no presence documents");
+      for (const d of r.docs) {
+        ctx.out.line(
+          `${who(d.origin, d.name)}  seq ${d.seq}  hops ${d.hops}  age ${
+            formatAge(d.age_ms)
+          }${d.hops > 0 ? `  via ${who(d.via, d.viaName)}` : ""}  ${d.origin}`,
+        );
+      }
+      return 0;
+    },
+  },
+  share: {
+    summary: "show or set the hosts this agent mirrors its conversations to",
+    usage: "awp share [HOST...]\n       awp share --stop",
+    flags: [{ name: "stop", type: "boolean" }],
+    help:
+      "Hosts are names, aliases or keys of known peers. With hosts, replaces the list\n" +
+      "(remembered across restarts); --stop stops sharing. The other party of each\n" +
+      "thread is told. awp private keeps one thread out.",
+    async run(ctx) {
+      const hosts = ctx.args.positionals;
+      const stop = ctx.args.bool("stop");
+      if (stop && hosts.length > 0) {
+        throw new UsageError("give hosts or --stop, not both");
+      }
+      const r = await ctx.call("share", { hosts, stop }, { start: true }) as {
+        sharing: Array<{ key: string; name?: string }>;
+      };
+      if (ctx.out.json) ctx.out.value(r);
+      else if (r.sharing.length === 0) ctx.out.line("not sharing");
+      else {
+        ctx.out.line(
+          `sharing with ${r.sharing.map((h) => who(h.key, h.name)).join(", ")}`,
+        );
+      }
+      return 0;
+    },
+  },
+  private: {
+    summary: "keep a thread out of conversation sharing, on both sides",
+    usage: "awp private [PEER] THREAD",
+    flags: [],
+    help:
+      "This agent stops mirroring the thread, the other agent is asked to stop too, and\n" +
+      "hosts that hold a copy forget it. PEER can be left out when the thread id is unique.",
+    async run(ctx) {
+      const p = ctx.args.positionals;
+      needPositional(ctx.args, 1, "thread");
+      if (p.length > 2) throw new UsageError(`unexpected argument "${p[2]}"`);
+      const [peer, thread] = p.length === 2 ? p : [undefined, p[0]];
+      const r = await ctx.call("private", { peer, thread }, {
+        start: true,
+      }) as { th: string; id: string; peer: string; peerName?: string };
+      if (ctx.out.json) ctx.out.value(r);
+      else ctx.out.line(`${r.th} private with ${who(r.peer, r.peerName)}`);
+      return 0;
+    },
+  },
+  mirrored: {
+    summary:
+      "list threads other agents mirror here, or one thread's lines (kept apart from ours)",
+    usage: "awp mirrored [--sharer PEER] [THREAD]",
+    flags: [{ name: "sharer", type: "string" }],
+    async run(ctx) {
+      const p = ctx.args.positionals;
+      if (p.length > 1) throw new UsageError(`unexpected argument "${p[1]}"`);
+      const r = await ctx.call("mirrored", {
+        sharer: ctx.args.string("sharer"),
+        thread: p[0],
+      }, { start: true }) as {
+        threads?: Array<
+          {
+            sharer: string;
+            sharerName?: string;
+            of: string;
+            of_name?: string;
+            th: string;
+            subject?: string;
+            count: number;
+            updated: number;
+          }
+        >;
+        lines?: Array<
+          {
+            from: string;
+            fromName?: string;
+            n: number;
+            t: string;
+            line: Record<string, unknown>;
+          }
+        >;
+      };
+      if (ctx.out.json) {
+        ctx.out.value(r);
+        return 0;
+      }
+      if (r.lines) {
+        for (const l of r.lines) {
+          const parts = Array.isArray(l.line.parts)
+            ? l.line.parts as Array<Record<string, unknown>>
+            : [];
+          const text = l.t === "state"
+            ? `state ${String(l.line.state)}${
+              typeof l.line.note === "string" ? ` (${l.line.note})` : ""
+            }`
+            : parts.filter((x) => x.k === "text").map((x) => String(x.text))
+              .join("\n") || l.t;
+          ctx.out.line(`${l.n} ${who(l.from, l.fromName)}: ${text}`);
+        }
+        return 0;
+      }
+      const threads = r.threads ?? [];
+      if (threads.length === 0) ctx.out.line("no mirrored threads");
+      const now = Date.now();
+      for (const t of threads) {
+        ctx.out.line(
+          `${t.th}  ${who(t.sharer, t.sharerName)} with ${
+            who(t.of, t.of_name)
+          }  ${t.count} lines  ${formatAge(now - t.updated)}  ${
+            t.subject ?? ""
+          }`.trimEnd(),
+        );
+      }
       return 0;
     },
   },

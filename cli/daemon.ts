@@ -7,8 +7,8 @@
  * @module
  */
 
-import { Peer } from "../actors/peer.ts";
-import type { PeerEvent } from "../actors/peer_events.ts";
+import { Peer, type PeerOptions } from "../actors/peer.ts";
+import type { PeerEvent, ProgressEvent } from "../actors/peer_events.ts";
 import { ENDING_STATES } from "../actors/thread_machine.ts";
 import { InspectionHub } from "../inspector/inspection_hub.ts";
 import { type InspectorServer, serveInspector } from "../inspector/server.ts";
@@ -18,10 +18,16 @@ import { AddressError, parseAddress } from "../wire/address.ts";
 import { grantHash } from "../wire/grant.ts";
 import type { Part } from "../wire/types.ts";
 import { ControlError, type ControlRequest, ControlServer } from "./control.ts";
+import {
+  DaemonConfigError,
+  presenceFromEnv,
+  readDaemonConfig,
+} from "./daemon_config.ts";
 import { ensureSocketDir, homePaths } from "./home.ts";
 import type {
   InboxItem,
   PeerSummary,
+  ProgressItem,
   SendResult,
   StatusResult,
   WaitResult,
@@ -56,8 +62,12 @@ export interface DaemonOptions {
   serve?: string[];
   /** Directory fs requests are confined to and exec runs in (`--root`). */
   root?: string;
-  /** Publish signed presence (`--presence`). */
+  /** Publish signed presence (`--presence`; else AWP_PRESENCE, else config.json). */
   presence?: boolean;
+  /** False: do not forward other agents' presence (`--no-relay`). */
+  relay?: boolean;
+  /** A KV Connect URL to keep the state in (`--store`); token in DENO_KV_ACCESS_TOKEN. */
+  store?: string;
   /** Extra Host names the inspector answers (behind a proxy or tunnel). */
   allowHosts?: string[];
   /** Resolves when the daemon is up, with its status (tests, embedding). */
@@ -82,6 +92,7 @@ export const GRANT_CAPS: ReadonlySet<string> = new Set([
 ]);
 
 const CONFIG_META = "cli:config";
+const STORE_MARKER_META = "cli:store-marker";
 const DEFAULT_TCP_PORT = 7000;
 
 interface Config {
@@ -102,6 +113,22 @@ function usage(message: string): ControlError {
 
 function str(v: unknown): string | undefined {
   return typeof v === "string" && v !== "" ? v : undefined;
+}
+
+function progressItem(ev: ProgressEvent): ProgressItem {
+  return {
+    event: "progress",
+    peer: ev.peer,
+    ts: ev.ts,
+    ref: ev.ref,
+    dir: ev.dir,
+    bytes: ev.bytes,
+    total: ev.total,
+    rate: ev.rate,
+    status: ev.status,
+    ...(ev.th ? { th: ev.th } : {}),
+    ...(ev.name ? { name: ev.name } : {}),
+  };
 }
 
 /**
@@ -136,6 +163,10 @@ class Daemon {
   #hub?: InspectionHub;
   #inspector?: InspectorServer;
   #encoder = new TextEncoder();
+  #presence = false;
+  #relay = true;
+  /** Every Peer event, for streams that want more than inbox items (progress). */
+  #raw = new Set<(ev: PeerEvent) => void>();
 
   constructor(options: DaemonOptions) {
     this.#o = options;
@@ -195,58 +226,96 @@ class Daemon {
   }
 
   async #runLocked(): Promise<number> {
+    let listen: string[] | undefined;
     try {
-      // Config: flags win and are remembered for on-demand restarts.
+      // Flags win, then the environment, then config.json, then what
+      // earlier flags remembered (name, about, listen).
       const o = this.#o;
-      const peerOpts = {
+      const file = await readDaemonConfig(o.home);
+      const envPresence = presenceFromEnv();
+      this.#presence = o.presence
+        ? true
+        : envPresence ?? file.presence ?? false;
+      this.#relay = o.relay === false ? false : file.relay ?? true;
+      const trust = o.trust?.length ? o.trust : file.trust ?? [];
+      const serve = o.serve?.length ? o.serve : file.serve ?? [];
+      const root = o.root ?? file.root;
+      const peerOpts: PeerOptions = {
         home: o.home,
         maxBlobBytes: o.maxBlobBytes,
-        ...(o.trust?.length ? { trust: o.trust } : {}),
+        ...(trust.length ? { trust } : {}),
         ...(o.accept ? { accept: o.accept } : {}),
         ...(o.allow?.length ? { allow: o.allow } : {}),
-        ...(o.serve?.length ? { serve: o.serve } : {}),
-        ...(o.root ? { root: o.root } : {}),
-        ...(o.presence ? { presence: true } : {}),
+        ...(serve.length ? { serve } : {}),
+        ...(root ? { root } : {}),
+        ...(this.#presence ? { presence: true } : {}),
+        ...(this.#relay ? {} : { relayPresence: false }),
       };
       let config: Config = {};
+      let marker: string | undefined;
       {
         // Name/about go into hello, so read the remembered config first.
-        const probe = await openStore({ home: this.#o.home });
+        if (o.store && !Deno.env.get("DENO_KV_ACCESS_TOKEN")) {
+          return this.#fail(
+            "--store needs DENO_KV_ACCESS_TOKEN in the environment",
+          );
+        }
+        const probe = await openStore(
+          o.store ? { url: o.store } : { home: o.home },
+        );
         config = await probe.getMeta<Config>(CONFIG_META) ?? {};
         const next: Config = {
           ...config,
-          ...(this.#o.name !== undefined ? { name: this.#o.name } : {}),
-          ...(this.#o.about !== undefined ? { about: this.#o.about } : {}),
-          ...(this.#o.listen?.length ? { listen: this.#o.listen } : {}),
+          ...(o.name !== undefined ? { name: o.name } : {}),
+          ...(o.about !== undefined ? { about: o.about } : {}),
+          ...(o.listen?.length ? { listen: o.listen } : {}),
         };
         if (JSON.stringify(next) !== JSON.stringify(config)) {
           await probe.setMeta(CONFIG_META, next);
         }
+        if (o.store) {
+          // Proves below that the Peer really opened this store.
+          marker = crypto.randomUUID();
+          await probe.setMeta(STORE_MARKER_META, marker);
+        }
         config = next;
         probe.close();
       }
-      this.#name = config.name ?? `awp@${Deno.hostname()}`;
-      if (this.#o.inspect !== undefined) this.#hub = new InspectionHub();
+      this.#name = o.name ?? file.name ?? config.name ??
+        `awp@${Deno.hostname()}`;
+      const about = o.about ?? file.about ?? config.about;
+      listen = o.listen?.length ? o.listen : file.listen ?? config.listen;
+      if (o.inspect !== undefined) this.#hub = new InspectionHub();
       this.#peer = await Peer.open({
         ...peerOpts,
+        ...(o.store ? { url: o.store } : {}),
         name: this.#name,
-        about: config.about,
+        about,
         ...(this.#hub ? { inspect: this.#hub } : {}),
-      });
+      } as PeerOptions);
+      if (
+        marker !== undefined &&
+        await this.#peer.store.getMeta<string>(STORE_MARKER_META) !== marker
+      ) {
+        await this.#peer.close();
+        return this.#fail(
+          "--store: this Peer cannot keep its state in a remote store yet (Peer.open has no url option)",
+        );
+      }
     } catch (error) {
       if (error instanceof StoreUnavailableError) {
         return this.#fail(error.message);
       }
+      if (error instanceof DaemonConfigError) return this.#fail(error.message);
       return this.#fail(
-        `cannot open the store in ${this.#o.home}: ${oneLine(error)}`,
+        `cannot open the store ${
+          this.#o.store ? `at ${this.#o.store}` : `in ${this.#o.home}`
+        }: ${oneLine(error)}`,
       );
     }
     try {
-      const explicit = this.#o.listen?.length
-        ? this.#o.listen
-        : (await this.#config()).listen;
       try {
-        await this.#listenAll(explicit);
+        await this.#listenAll(listen);
       } catch (error) {
         await this.#peer.close();
         return this.#fail(oneLine(error));
@@ -315,10 +384,6 @@ class Daemon {
     }
   }
 
-  async #config(): Promise<Config> {
-    return await this.#peer.store.getMeta<Config>(CONFIG_META) ?? {};
-  }
-
   async #listenAll(explicit: string[] | undefined): Promise<void> {
     if (explicit && explicit.length > 0) {
       for (const addr of explicit) {
@@ -344,6 +409,8 @@ class Daemon {
   /** Turns peer events into inbox items for streams and notices. */
   async #pump(): Promise<void> {
     for await (const ev of this.#peer.events()) {
+      this.#logEvent(ev);
+      for (const l of this.#raw) l(ev);
       try {
         const item = await this.#toItem(ev);
         if (!item) continue;
@@ -355,6 +422,31 @@ class Daemon {
       } catch (error) {
         this.#log(`event handling failed: ${oneLine(error)}`);
       }
+    }
+  }
+
+  /** One log line per admission decision and per served request. */
+  #logEvent(ev: PeerEvent): void {
+    if (ev.type === "admission") {
+      this.#log(
+        `admission ${
+          ev.admitted ? "admitted" : "refused"
+        } ${ev.peer} (${ev.why})${
+          ev.caps.length ? ` caps ${ev.caps.join(",")}` : ""
+        }${ev.detail ? `: ${ev.detail}` : ""}`,
+      );
+    } else if (ev.type === "served") {
+      this.#log(
+        `served ${ev.cap} for ${ev.peer} re ${ev.re}: ${
+          ev.ok ? "ok" : `failed (${ev.error ?? "error"})`
+        } in ${ev.duration_ms}ms: ${ev.request.replace(/\s+/g, " ")}`,
+      );
+    } else if (ev.type === "presence" && ev.kind !== "updated") {
+      this.#log(
+        `presence ${ev.kind} ${ev.peer}${ev.name ? ` (${ev.name})` : ""}${
+          ev.detail ? `: ${ev.detail}` : ""
+        }`,
+      );
     }
   }
 
@@ -489,7 +581,7 @@ class Daemon {
       case "connect":
         return await this.#connect(a);
       case "send":
-        return await this.#send(a);
+        return await this.#send(a, emit, signal);
       case "state":
         return await this.#state(a);
       case "threads":
@@ -531,10 +623,25 @@ class Daemon {
       }
       case "alias":
         return await this.#alias(a);
+      case "presence":
+        return await this.#presenceList();
+      case "share":
+        return await this.#share(a);
+      case "private": {
+        const th = str(a.thread);
+        if (!th) throw usage("missing thread");
+        const key = str(a.peer)
+          ? await this.#key(str(a.peer)!)
+          : await this.#threadPeer(th);
+        const r = await this.#peer.private(key, th);
+        return { ...r, peer: key, peerName: await this.#nameOf(key) };
+      }
+      case "mirrored":
+        return await this.#mirrored(a);
       case "tail":
         return await this.#tail(a, emit, signal);
       case "wait":
-        return await this.#wait(a, signal);
+        return await this.#wait(a, emit, signal);
       case "read":
         return await this.#read(a);
       default:
@@ -641,7 +748,11 @@ class Daemon {
     } in this thread (${age}s ago): awp read ${th}`;
   }
 
-  async #send(a: Record<string, unknown>): Promise<SendResult> {
+  async #send(
+    a: Record<string, unknown>,
+    emit: (item: unknown) => Promise<void>,
+    signal: AbortSignal,
+  ): Promise<SendResult> {
     const words = Array.isArray(a.words) ? a.words.map(String) : [];
     const thread = str(a.thread);
     let key: string;
@@ -670,24 +781,88 @@ class Daemon {
       subject = text.split("\n")[0].slice(0, 120);
     }
     const note = thread ? await this.#unreadNote(key, thread) : undefined;
-    const sent = await this.#peer.send(key, text, {
-      ...(thread ? { thread } : {}),
-      ...(subject ? { subject } : {}),
-      ...(str(a.re) ? { re: str(a.re) } : {}),
-      parts,
-      files,
-    });
-    const blobs = files.length === 0 ? [] : (await this.#peer.store.blobs(key))
-      .filter((b) => b.dir === "out" && b.th === sent.th)
-      .map((b) => ({
-        ref: b.ref,
-        size: b.size,
-        ...(b.name ? { name: b.name } : {}),
-      }));
+    const doSend = async (
+      flush?: (keep: (i: ProgressItem) => boolean) => Promise<void>,
+    ): Promise<SendResult> => {
+      const sent = await this.#peer.send(key, text, {
+        ...(thread ? { thread } : {}),
+        ...(subject ? { subject } : {}),
+        ...(str(a.re) ? { re: str(a.re) } : {}),
+        parts,
+        files,
+      });
+      const blobs = files.length === 0
+        ? []
+        : (await this.#peer.store.blobs(key))
+          .filter((b) => b.dir === "out" && b.th === sent.th)
+          .map((b) => ({
+            ref: b.ref,
+            size: b.size,
+            ...(b.name ? { name: b.name } : {}),
+          }));
+      const after = flush && blobs.length
+        ? await this.#ackWithProgress(key, sent, blobs, a.waitAckMs, {
+          flush,
+          signal,
+        })
+        : await this.#afterSend(key, sent, a.waitAckMs);
+      return {
+        ...after,
+        ...(note ? { note } : {}),
+        ...(blobs.length ? { blobs } : {}),
+      };
+    };
+    if (a.progress === true && files.length > 0) {
+      return await this.#withProgress(
+        (ev) => ev.dir === "out" && ev.peer === key,
+        emit,
+        doSend,
+      );
+    }
+    return await doSend();
+  }
+
+  /**
+   * Waits for the ack of a send that carries blobs, streaming their
+   * progress, until acked, the peer is gone, the client left or
+   * `waitAckMs` (when given) ran out.
+   */
+  async #ackWithProgress(
+    key: string,
+    sent: { id: string; th: string },
+    blobs: Array<{ ref: string }>,
+    waitAckMs: unknown,
+    io: {
+      flush: (keep: (i: ProgressItem) => boolean) => Promise<void>;
+      signal: AbortSignal;
+    },
+  ): Promise<SendResult> {
+    const refs = new Set(blobs.map((b) => b.ref));
+    const deadline = typeof waitAckMs === "number"
+      ? Date.now() + waitAckMs
+      : Infinity;
+    const isConnected = async () =>
+      (await this.#peer.peers()).some((p) => p.key === key && p.connected);
+    let connected = await isConnected();
+    let acked = false;
+    while (connected && !io.signal.aborted && !this.#isStopped) {
+      try {
+        await this.#peer.waitAck(sent.id, {
+          timeoutMs: Math.max(1, Math.min(250, deadline - Date.now())),
+        });
+        acked = true;
+      } catch { /* not yet */ }
+      await io.flush((i) => refs.has(i.ref));
+      if (acked || Date.now() >= deadline) break;
+      connected = await isConnected();
+    }
     return {
-      ...(await this.#afterSend(key, sent, a.waitAckMs)),
-      ...(note ? { note } : {}),
-      ...(blobs.length ? { blobs } : {}),
+      id: sent.id,
+      th: sent.th,
+      thread: sent.th,
+      peer: key,
+      acked,
+      connected,
     };
   }
 
@@ -877,6 +1052,100 @@ class Daemon {
     return { key, alias };
   }
 
+  // ---- presence and conversation sharing ----
+
+  async #presenceList(): Promise<unknown> {
+    const now = Date.now();
+    const docs = [];
+    for (const r of this.#peer.presence()) {
+      docs.push({
+        origin: r.origin,
+        ...(r.doc.name ? { name: r.doc.name } : {}),
+        ...(r.doc.about ? { about: r.doc.about } : {}),
+        seq: r.seq,
+        hops: r.hops,
+        via: r.via,
+        ...(r.via ? { viaName: await this.#nameOf(r.via) } : {}),
+        ts: r.doc.ts,
+        age_ms: Math.max(0, now - r.time),
+      });
+    }
+    return { publishing: this.#presence, relaying: this.#relay, docs };
+  }
+
+  async #share(a: Record<string, unknown>): Promise<unknown> {
+    const hosts = Array.isArray(a.hosts) ? a.hosts.map(String) : [];
+    if (a.stop === true) {
+      if (hosts.length) throw usage("give hosts or --stop, not both");
+      await this.#peer.share([]);
+    } else if (hosts.length) {
+      const keys = [];
+      for (const h of hosts) keys.push(await this.#key(h));
+      await this.#peer.share([...new Set(keys)]);
+    }
+    const sharing = [];
+    for (const key of this.#peer.sharing) {
+      const name = await this.#nameOf(key);
+      sharing.push({ key, ...(name ? { name } : {}) });
+    }
+    return { sharing };
+  }
+
+  async #mirrored(a: Record<string, unknown>): Promise<unknown> {
+    const sharer = str(a.sharer) ? await this.#key(str(a.sharer)!) : undefined;
+    const th = str(a.thread);
+    if (th) {
+      const lines = await this.#peer.mirroredLines(
+        th,
+        sharer ? { sharer } : {},
+      );
+      if (lines.length === 0) {
+        throw new ControlError(`no mirrored thread "${th}"`);
+      }
+      const out = [];
+      for (const l of lines) {
+        const name = await this.#nameOf(l.from);
+        out.push({ ...l, ...(name ? { fromName: name } : {}) });
+      }
+      return { lines: out };
+    }
+    const threads = [];
+    for (const t of await this.#peer.mirrored(sharer)) {
+      const sharerName = await this.#nameOf(t.sharer);
+      threads.push({ ...t, ...(sharerName ? { sharerName } : {}) });
+    }
+    return { threads: threads.sort((x, y) => y.updated - x.updated) };
+  }
+
+  /** Streams our Peer's progress events as items while `run` runs. */
+  async #withProgress<T>(
+    wanted: (ev: ProgressEvent) => boolean,
+    emit: (item: unknown) => Promise<void>,
+    run: (
+      flush: (keep?: (i: ProgressItem) => boolean) => Promise<void>,
+    ) => Promise<T>,
+  ): Promise<T> {
+    const queue: ProgressItem[] = [];
+    const listener = (ev: PeerEvent) => {
+      if (ev.type !== "progress" || !wanted(ev)) return;
+      queue.push(progressItem(ev));
+    };
+    const flush = async (keep?: (i: ProgressItem) => boolean) => {
+      // The latest state of each transfer is enough for a bar.
+      const latest = new Map<string, ProgressItem>();
+      for (const item of queue.splice(0)) {
+        if (!keep || keep(item)) latest.set(`${item.dir} ${item.ref}`, item);
+      }
+      for (const item of latest.values()) await emit(item);
+    };
+    this.#raw.add(listener);
+    try {
+      return await run(flush);
+    } finally {
+      this.#raw.delete(listener);
+    }
+  }
+
   // ---- the inbox: unread messages, tail, wait, read ----
 
   #matches(
@@ -1005,8 +1274,17 @@ class Daemon {
       }
       return { items };
     }
-    const queue: InboxItem[] = [];
+    const queue: Array<InboxItem | ProgressItem> = [];
     let wake: (() => void) | undefined;
+    const progress = a.progress === true
+      ? (ev: PeerEvent) => {
+        if (ev.type !== "progress" || ev.dir !== "in") return;
+        if (peer && ev.peer !== peer) return;
+        queue.push(progressItem(ev));
+        wake?.();
+      }
+      : undefined;
+    if (progress) this.#raw.add(progress);
     const listener = (item: InboxItem) => {
       if (!this.#matches(item, peer, th)) return;
       const content = item.event === "message" || item.event === "state";
@@ -1026,6 +1304,7 @@ class Daemon {
         while (queue.length > 0) {
           const item = queue.shift()!;
           await emit(item);
+          if (item.event === "progress") continue;
           if (mark && item.th && item.event === "message") {
             await this.#markRead(item.peer, item.th);
           }
@@ -1036,12 +1315,14 @@ class Daemon {
       }
     } finally {
       this.#listeners.delete(listener);
+      if (progress) this.#raw.delete(progress);
     }
     return { items: [] };
   }
 
   async #wait(
     a: Record<string, unknown>,
+    emit: (item: unknown) => Promise<void>,
     signal: AbortSignal,
   ): Promise<WaitResult> {
     const { peer, th } = await this.#filters(a);
@@ -1057,6 +1338,16 @@ class Daemon {
       }
     };
     this.#listeners.add(listener);
+    let emitting = Promise.resolve();
+    const progress = a.progress === true
+      ? (ev: PeerEvent) => {
+        if (ev.type !== "progress" || ev.dir !== "in") return;
+        if (peer && ev.peer !== peer) return;
+        const item = progressItem(ev);
+        emitting = emitting.then(() => emit(item)).catch(() => {});
+      }
+      : undefined;
+    if (progress) this.#raw.add(progress);
     const theirState = async (): Promise<string | undefined> => {
       const recs = (await this.#peer.threads()).filter((t) =>
         t.th === th && (!peer || t.peer === peer)
@@ -1114,6 +1405,10 @@ class Daemon {
       }
     } finally {
       this.#listeners.delete(listener);
+      if (progress) {
+        this.#raw.delete(progress);
+        await emitting;
+      }
     }
   }
 

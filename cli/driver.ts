@@ -10,12 +10,14 @@
  * @module
  */
 
-import { Peer } from "../actors/peer.ts";
+import type { Peer } from "../actors/peer.ts";
 import type { PeerEvent } from "../actors/peer_events.ts";
 import { StoreUnavailableError } from "../storage/open_store.ts";
 import { parseAddress } from "../wire/address.ts";
 import type { Part } from "../wire/types.ts";
 import { type FlagSpec, parseArgs, UsageError } from "./args.ts";
+import { checkStoreUrl } from "./daemon_flags.ts";
+import { openPeer } from "./open_peer.ts";
 import { kvAvailable, reexecWithKv } from "./self_command.ts";
 
 /**
@@ -28,12 +30,14 @@ import { kvAvailable, reexecWithKv } from "./self_command.ts";
  * ```
  */
 export const DRIVER_USAGE =
-  `usage: awp driver --state DIR [--name N] [--ping-interval S] [--max-blob B] [--trust KEY] [--about T] [-v] listen ADDR | connect ADDR
+  `usage: awp driver --state DIR [--name N] [--ping-interval S] [--max-blob B] [--trust KEY] [--about T] [--store URL] [-v] listen ADDR | connect ADDR
 
 A peer driven over stdin/stdout, one JSON object per line each way.
 commands: send {th,text,subject?,re?,parts?}, state {th,state,note?}, blob {th,path,text?},
           grant {sub,caps,ttl}, bye {reason?}, quit; any may add "peer":"ed25519:..."
-events:   identity, listening, connected, recv, sent, acked, blob, disconnected, error`;
+events:   identity, listening, connected, recv, sent, acked, blob, disconnected, error
+--store URL keeps the state in a remote Deno KV through KV Connect (https://...,
+token in DENO_KV_ACCESS_TOKEN); spool and blobs stay in --state DIR.`;
 
 const FLAGS: FlagSpec[] = [
   { name: "state", type: "string" },
@@ -43,6 +47,7 @@ const FLAGS: FlagSpec[] = [
   { name: "trust", type: "list" },
   { name: "about", type: "string" },
   { name: "verbose", short: "v", type: "boolean" },
+  { name: "store", type: "string" },
 ];
 
 /** One command read from stdin. */
@@ -108,6 +113,8 @@ export async function driverMain(args: string[]): Promise<number> {
     if (!parsed.string("state")) {
       throw new UsageError("--state DIR is required");
     }
+    const store = parsed.string("store");
+    if (store !== undefined) checkStoreUrl(store);
   } catch (error) {
     writeLine(Deno.stderr, `awp: ${oneLine(error)}`);
     return 2;
@@ -138,6 +145,7 @@ export async function driverMain(args: string[]): Promise<number> {
     maxBlobBytes: maxBlob === undefined ? undefined : Math.floor(maxBlob),
     verbose: parsed.bool("verbose"),
     trust: parsed.list("trust"),
+    store: parsed.string("store"),
   });
   const [mode, addr] = parsed.positionals as ["listen" | "connect", string];
   return await driver.run(mode, addr);
@@ -151,6 +159,7 @@ interface DriverOptions {
   maxBlobBytes?: number;
   verbose: boolean;
   trust: string[];
+  store?: string;
 }
 
 class Driver {
@@ -181,7 +190,7 @@ class Driver {
 
   async run(mode: "listen" | "connect", addr: string): Promise<number> {
     try {
-      this.#peer = await Peer.open({
+      this.#peer = await openPeer({
         home: this.#o.home,
         ...(this.#o.name !== undefined ? { name: this.#o.name } : {}),
         ...(this.#o.about !== undefined ? { about: this.#o.about } : {}),
@@ -192,14 +201,14 @@ class Driver {
         ...(this.#o.pingIntervalMs !== undefined
           ? { timeouts: { pingInterval: this.#o.pingIntervalMs } }
           : {}),
-      });
+      }, this.#o.store);
     } catch (error) {
       writeLine(
         Deno.stderr,
         `awp: ${
           error instanceof StoreUnavailableError
             ? error.message
-            : `cannot open ${this.#o.home}: ${oneLine(error)}`
+            : `cannot open ${this.#o.store ?? this.#o.home}: ${oneLine(error)}`
         }`,
       );
       return 1;

@@ -13,6 +13,11 @@ import { type FlagSpec, parseArgs, UsageError } from "./args.ts";
 import { COMMANDS, makeContext } from "./commands.ts";
 import { ControlError } from "./control.ts";
 import { runDaemon } from "./daemon.ts";
+import {
+  DAEMON_CONFIG_HELP,
+  DAEMON_FLAGS,
+  daemonFlagValues,
+} from "./daemon_flags.ts";
 import { driverMain } from "./driver.ts";
 import { resolveHome } from "./home.ts";
 import { Output } from "./output.ts";
@@ -29,26 +34,10 @@ import { kvAvailable, reexecWithKv } from "./self_command.ts";
  */
 export const VERSION = `awp ${config.version} (protocol v0)`;
 
-const DAEMON_FLAGS: FlagSpec[] = [
-  { name: "name", type: "string" },
-  { name: "about", type: "string" },
-  { name: "listen", type: "list" },
-  { name: "max-blob", type: "string" },
-  { name: "log", type: "string" },
-  { name: "inspect", type: "optional" },
-  { name: "allow-host", type: "list" },
-  { name: "trust", type: "list" },
-  { name: "accept", type: "string" },
-  { name: "allow", type: "list" },
-  { name: "serve", type: "string" },
-  { name: "root", type: "string" },
-  { name: "presence", type: "boolean" },
-];
-
 const DAEMON_USAGE =
   "awp [daemon] [--home DIR] [--name NAME] [--about TEXT] [--listen ADDR]... [--max-blob BYTES]\n" +
   "       [--trust KEY]... [--accept any|allowlist] [--allow KEY]... [--serve exec,fs:read,fs:write]\n" +
-  "       [--root DIR] [--presence] [--inspect[=HOST:PORT]] [--allow-host HOST]...";
+  "       [--root DIR] [--presence] [--no-relay] [--store URL] [--inspect[=HOST:PORT]] [--allow-host HOST]...";
 
 function usageText(): string {
   const names = Object.keys(COMMANDS);
@@ -90,12 +79,17 @@ function flagHelp(flags: FlagSpec[]): string {
 async function daemonCommand(argv: string[], out: Output): Promise<number> {
   const args = parseArgs(argv, DAEMON_FLAGS);
   if (args.bool("help")) {
-    out.line(`usage: ${DAEMON_USAGE}${flagHelp(DAEMON_FLAGS)}`);
+    out.line(
+      `usage: ${DAEMON_USAGE}${
+        flagHelp([...DAEMON_FLAGS])
+      }\n${DAEMON_CONFIG_HELP}`,
+    );
     return 0;
   }
   if (args.positionals.length > 0) {
     throw new UsageError(`unexpected argument "${args.positionals[0]}"`);
   }
+  const v = daemonFlagValues(args);
   const reexec = await reexecWithKv(["daemon", ...argv]);
   if (reexec !== undefined) return reexec;
   if (!kvAvailable()) {
@@ -104,41 +98,24 @@ async function daemonCommand(argv: string[], out: Output): Promise<number> {
     );
     return 1;
   }
-  let maxBlobBytes: number | undefined;
-  const mb = args.string("max-blob");
-  if (mb !== undefined) {
-    maxBlobBytes = Number(mb);
-    if (!Number.isSafeInteger(maxBlobBytes) || maxBlobBytes < 0) {
-      throw new UsageError(`bad --max-blob "${mb}": give bytes`);
-    }
-  }
-  const accept = args.string("accept");
-  if (accept !== undefined && accept !== "any" && accept !== "allowlist") {
-    throw new UsageError(`bad --accept "${accept}": use any or allowlist`);
-  }
-  const serve = (args.string("serve") ?? "").split(",").map((s) => s.trim())
-    .filter(Boolean);
-  for (const cap of serve) {
-    if (!["exec", "fs:read", "fs:write"].includes(cap)) {
-      throw new UsageError(`bad --serve "${cap}": use exec, fs:read, fs:write`);
-    }
-  }
   return await runDaemon({
     home: resolveHome(args.string("home")),
-    name: args.string("name"),
-    about: args.string("about"),
-    listen: args.list("listen"),
-    maxBlobBytes,
-    log: args.string("log"),
-    ...(args.has("inspect") ? { inspect: args.string("inspect") ?? "" } : {}),
-    allowHosts: args.list("allow-host"),
-    trust: args.list("trust"),
-    allow: args.list("allow"),
-    serve,
-    presence: args.bool("presence"),
-    ...(accept ? { accept } : {}),
-    ...(args.string("root") ? { root: args.string("root") } : {}),
-    announce: !args.string("log"),
+    name: v.name,
+    about: v.about,
+    listen: v.listen,
+    maxBlobBytes: v.maxBlobBytes,
+    log: v.log,
+    ...(v.inspect !== undefined ? { inspect: v.inspect } : {}),
+    allowHosts: v.allowHosts,
+    trust: v.trust,
+    allow: v.allow,
+    serve: v.serve,
+    presence: v.presence,
+    ...(v.relay === false ? { relay: false } : {}),
+    ...(v.store ? { store: v.store } : {}),
+    ...(v.accept ? { accept: v.accept } : {}),
+    ...(v.root ? { root: v.root } : {}),
+    announce: !v.log,
   });
 }
 
@@ -176,7 +153,9 @@ export async function main(args: string[]): Promise<number> {
         }
         out.line(
           cmd
-            ? `usage: ${cmd.usage}\n\n${cmd.summary}${flagHelp(cmd.flags)}`
+            ? `usage: ${cmd.usage}\n\n${cmd.summary}${flagHelp(cmd.flags)}${
+              cmd.help ? `\n${cmd.help}` : ""
+            }`
             : usageText(),
         );
         return 0;
@@ -217,7 +196,7 @@ export async function main(args: string[]): Promise<number> {
       out.line(
         `usage: ${command.usage}\n\n${command.summary}${
           flagHelp(command.flags)
-        }`,
+        }${command.help ? `\n${command.help}` : ""}`,
       );
       return 0;
     }

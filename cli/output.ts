@@ -123,10 +123,11 @@ export function formatAge(ms: number): string {
  */
 export class ProgressBar {
   readonly #label: string;
-  readonly #total: number;
+  #total: number;
   readonly #start = Date.now();
   readonly #enabled: boolean;
   #lastDraw = 0;
+  #finished = false;
 
   constructor(
     label: string,
@@ -138,30 +139,41 @@ export class ProgressBar {
     this.#enabled = options.enabled ?? Deno.stderr.isTerminal();
   }
 
-  /** Redraws with `bytes` done (at most ten times a second). */
-  update(bytes: number): void {
-    if (!this.#enabled) return;
+  /**
+   * Redraws with `bytes` done (at most ten times a second). `info.total`
+   * updates a size that was unknown (-1); `info.rate` (bytes/s, from the
+   * transfer itself) replaces the average since the bar was made.
+   */
+  update(bytes: number, info: { total?: number; rate?: number } = {}): void {
+    if (!this.#enabled || this.#finished) return;
+    if (info.total !== undefined && info.total >= 0) this.#total = info.total;
     const now = Date.now();
-    if (now - this.#lastDraw < 100 && bytes < this.#total) return;
+    const total = this.#total;
+    if (now - this.#lastDraw < 100 && (total < 0 || bytes < total)) return;
     this.#lastDraw = now;
-    const frac = this.#total > 0 ? Math.min(1, bytes / this.#total) : 1;
+    const known = total >= 0;
+    const frac = known ? (total > 0 ? Math.min(1, bytes / total) : 1) : 0;
     const width = 24;
     const filled = Math.round(frac * width);
     const secs = Math.max(0.001, (now - this.#start) / 1000);
-    const rate = bytes / secs;
-    const eta = rate > 0 ? (this.#total - bytes) / rate : 0;
+    const rate = info.rate && info.rate > 0 ? info.rate : bytes / secs;
+    const eta = known && rate > 0 ? Math.max(0, total - bytes) / rate : 0;
     const text =
       `\r${this.#label} [${"#".repeat(filled)}${"-".repeat(width - filled)}] ` +
-      `${formatBytes(bytes)}/${formatBytes(this.#total)} ${
+      `${formatBytes(bytes)}/${known ? formatBytes(total) : "?"} ${
         formatBytes(Math.round(rate))
-      }/s ETA ${formatAge(eta * 1000)}   `;
+      }/s ETA ${known ? formatAge(eta * 1000) : "?"}   `;
     Deno.stderr.writeSync(encoder.encode(text));
   }
 
-  /** Finishes the line. */
-  done(): void {
-    if (!this.#enabled) return;
-    this.update(this.#total);
+  /** Finishes the line (full when `complete`, as it stands otherwise). */
+  done(complete = true): void {
+    if (!this.#enabled || this.#finished) return;
+    if (complete && this.#total >= 0) {
+      this.#lastDraw = 0;
+      this.update(this.#total);
+    }
+    this.#finished = true;
     Deno.stderr.writeSync(encoder.encode("\n"));
   }
 }

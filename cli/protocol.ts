@@ -87,3 +87,24 @@ export interface WaitResult {
   /** Under `--state`: the peer's state on the thread now. */
   state?: string;
 }
+
+/**
+ * A blob transfer's progress, streamed to `send` (outgoing) and to `tail`
+ * and `wait` (incoming) when they draw a progress bar.
+ */
+export interface ProgressItem {
+  event: "progress";
+  peer: string;
+  ts: string;
+  ref: string;
+  dir: "in" | "out";
+  /** Bytes so far. */
+  bytes: number;
+  /** Total bytes; -1 while unknown. */
+  total: number;
+  /** Bytes per second; 0 when unknown. */
+  rate: number;
+  status: string;
+  th?: string;
+  name?: string;
+}

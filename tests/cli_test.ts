@@ -12,13 +12,18 @@ interface Run {
   stderr: string;
 }
 
-async function awp(home: string, args: string[], stdin?: string): Promise<Run> {
+async function awp(
+  home: string,
+  args: string[],
+  stdin?: string,
+  env: Record<string, string> = {},
+): Promise<Run> {
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "--unstable-kv", MOD, ...args, "--home", home],
     stdin: stdin === undefined ? "null" : "piped",
     stdout: "piped",
     stderr: "piped",
-    env: { NO_COLOR: "1" },
+    env: { NO_COLOR: "1", ...env },
   }).spawn();
   if (stdin !== undefined) {
     const w = child.stdin.getWriter();
@@ -37,8 +42,9 @@ async function ok(
   home: string,
   args: string[],
   stdin?: string,
+  env?: Record<string, string>,
 ): Promise<string> {
-  const r = await awp(home, args, stdin);
+  const r = await awp(home, args, stdin, env);
   assert.equal(
     r.code,
     0,
@@ -522,5 +528,263 @@ Deno.test("cli: inspect serves the live inspector of the daemon, and says when i
   } finally {
     await down(home);
     await Deno.remove(home, { recursive: true });
+  }
+});
+
+/** Polls `probe` every 200 ms until it returns a value, for up to `ms`. */
+async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined>,
+  ms = 20_000,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  while (true) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+Deno.test("cli: daemon flags, --store, config.json and the new commands check their input without a daemon", async () => {
+  const home = await Deno.makeTempDir({ prefix: "awp-cli-flags-" });
+  try {
+    await fails(home, ["up", "--store", "notaurl"], 2, /bad --store "notaurl"/);
+    await fails(home, ["daemon", "--store", "ftp://x/y"], 2, /bad --store/);
+    await fails(
+      home,
+      [
+        "driver",
+        "--state",
+        `${home}/d`,
+        "--store",
+        "kv:nope",
+        "listen",
+        "tcp:127.0.0.1:0",
+      ],
+      2,
+      /bad --store/,
+    );
+    // A well-formed URL still needs the KV Connect token.
+    const noToken = await awp(
+      home,
+      ["up", "--store", "https://kv.example/db"],
+      undefined,
+      {
+        DENO_KV_ACCESS_TOKEN: "",
+      },
+    );
+    assert.equal(noToken.code, 2);
+    assert.match(
+      noToken.stderr.trim(),
+      /^awp: --store needs DENO_KV_ACCESS_TOKEN/,
+    );
+    await fails(home, ["up", "--accept", "maybe"], 2, /bad --accept "maybe"/);
+    await fails(home, ["up", "--serve", "exec,root"], 2, /bad --serve "root"/);
+    await fails(home, ["up", "--trust", "nope"], 2, /bad --trust "nope"/);
+    await fails(home, ["up", "--listen", "tcp:x"], 2, /bad --listen/);
+    await fails(
+      home,
+      ["share", "--stop", "bob"],
+      2,
+      /hosts or --stop, not both/,
+    );
+    await fails(home, ["private"], 2, /missing thread/);
+    await fails(home, ["presence", "extra"], 2, /unexpected argument "extra"/);
+    for (const cmd of ["up", "presence", "share", "private", "mirrored"]) {
+      assert.match(
+        await ok(home, [cmd, "--help"]),
+        new RegExp(`usage: awp ${cmd}`),
+      );
+    }
+    assert.match(
+      await ok(home, ["up", "--help"]),
+      /config\.json[\s\S]*"presence": true/,
+    );
+    assert.match(
+      await ok(home, ["daemon", "--help"]),
+      /--store URL[\s\S]*KV Connect/,
+    );
+    // None of it started a daemon.
+    await assert.rejects(Deno.stat(`${home}/daemon.lock`));
+
+    // A broken config.json: the daemon refuses to start with one line.
+    await Deno.writeTextFile(`${home}/config.json`, '{"presence": "yes"}');
+    await fails(
+      home,
+      ["up"],
+      1,
+      /config\.json: "presence" must be true or false/,
+    );
+    await Deno.writeTextFile(`${home}/config.json`, "{oops");
+    await fails(home, ["up"], 1, /config\.json is not JSON/);
+  } finally {
+    await down(home);
+    await Deno.remove(home, { recursive: true });
+  }
+});
+
+interface PresenceList {
+  publishing: boolean;
+  relaying: boolean;
+  docs: Array<
+    { origin: string; name?: string; hops: number; seq: number; age_ms: number }
+  >;
+}
+
+Deno.test("cli: presence three ways and --no-relay, sharing and private, admission and served in the log", async () => {
+  const ha = await Deno.makeTempDir({ prefix: "awp-cli-pa-" });
+  const hb = await Deno.makeTempDir({ prefix: "awp-cli-pb-" });
+  const hc = await Deno.makeTempDir({ prefix: "awp-cli-pc-" });
+  const root = await Deno.makeTempDir({ prefix: "awp-cli-root-" });
+  try {
+    // alice: presence and no relaying from config.json (and her name).
+    await Deno.writeTextFile(
+      `${ha}/config.json`,
+      JSON.stringify({ name: "alice", presence: true, relay: false }),
+    );
+    await ok(ha, ["up", "--listen", "tcp:127.0.0.1:0"]);
+    // bob: presence from the environment; serves fs:read under a root.
+    await Deno.writeTextFile(`${root}/notes.txt`, "hello from the root\n");
+    await ok(
+      hb,
+      [
+        "up",
+        "--name",
+        "bob",
+        "--listen",
+        "tcp:127.0.0.1:0",
+        "--serve",
+        "fs:read",
+        "--root",
+        root,
+      ],
+      undefined,
+      { AWP_PRESENCE: "1" },
+    );
+    // carol: presence from the flag.
+    await ok(hc, [
+      "up",
+      "--name",
+      "carol",
+      "--listen",
+      "tcp:127.0.0.1:0",
+      "--presence",
+    ]);
+    const sa = await okJson<Status>(ha, ["status"]);
+    const sb = await okJson<Status>(hb, ["status"]);
+    const sc = await okJson<Status>(hc, ["status"]);
+    assert.equal(
+      (await okJson<{ name: string }>(ha, ["status"])).name,
+      "alice",
+    );
+    await ok(hb, ["connect", sa.addrs[0]]);
+    await ok(hc, ["connect", sa.addrs[0]]);
+
+    // alice holds bob's and carol's documents, first hand.
+    const atAlice = await until("alice to hold two documents", async () => {
+      const p = await okJson<PresenceList>(ha, ["presence"]);
+      return p.docs.length >= 2 ? p : undefined;
+    });
+    assert.equal(atAlice.publishing, true);
+    assert.equal(atAlice.relaying, false);
+    assert.deepEqual(
+      atAlice.docs.map((d) => `${d.name} ${d.origin} ${d.hops}`).sort(),
+      [`bob ${sb.key} 0`, `carol ${sc.key} 0`],
+    );
+    assert.match(
+      await ok(ha, ["presence"]),
+      /bob \(.{8}\) {2}seq \d+ {2}hops 0 {2}age \d+s/,
+    );
+    // bob holds alice's (config.json turned it on) but never carol's: alice does not relay.
+    await until("bob to hold alice's document", async () => {
+      const p = await okJson<PresenceList>(hb, ["presence"]);
+      return p.docs.some((d) => d.origin === sa.key) ? p : undefined;
+    });
+    await new Promise((r) => setTimeout(r, 3000)); // past the 2 s settle delay
+    const atBob = await okJson<PresenceList>(hb, ["presence"]);
+    assert.equal(atBob.publishing, true);
+    assert.deepEqual(atBob.docs.map((d) => d.origin), [sa.key]);
+
+    // Admission under accept any: one log line per new key.
+    const logA = await Deno.readTextFile(`${ha}/daemon.log`);
+    assert.match(logA, new RegExp(`admission admitted ${sb.key} \\(any\\)`));
+    assert.match(logA, new RegExp(`admission admitted ${sc.key} \\(any\\)`));
+
+    // Served: bob grants alice fs:read; her request is served and logged.
+    await ok(hb, ["grant", "--ttl", "10m", "alice", "fs:read"]);
+    await ok(ha, [
+      "send",
+      "--data",
+      '{"path":"notes.txt"}',
+      "--mime",
+      "application/vnd.awp.fs-read+json",
+      "bob",
+      "read this",
+    ]);
+    await until("bob to log the served request", async () => {
+      const log = await Deno.readTextFile(`${hb}/daemon.log`);
+      return /served fs:read for .* ok in \d+ms/.test(log) ? log : undefined;
+    });
+
+    // Sharing: alice mirrors to carol; her thread with bob shows up there.
+    assert.equal(await ok(ha, ["share"]), "not sharing\n");
+    const shared = await okJson<{ sharing: Array<{ key: string }> }>(ha, [
+      "share",
+      "carol",
+    ]);
+    assert.deepEqual(shared.sharing.map((h) => h.key), [sc.key]);
+    assert.match(await ok(ha, ["share"]), /^sharing with carol \(/);
+    const sent = await okJson<{ th: string }>(ha, [
+      "send",
+      "--wait-ack",
+      "10s",
+      "bob",
+      "mirrored hello",
+    ]);
+    const mirrored = await until(
+      "carol to hold the mirrored thread",
+      async () => {
+        const r = await okJson<
+          { threads: Array<{ th: string; sharer: string; of: string }> }
+        >(
+          hc,
+          ["mirrored"],
+        );
+        return r.threads.find((t) => t.th === sent.th);
+      },
+    );
+    assert.equal(mirrored.sharer, sa.key);
+    assert.equal(mirrored.of, sb.key);
+    assert.match(
+      await ok(hc, ["mirrored", "--sharer", "alice", sent.th]),
+      /alice \(.{8}\): mirrored hello/,
+    );
+    // Nothing mixed into carol's own threads.
+    assert.equal(
+      (await okJson<{ threads: unknown[] }>(hc, ["threads"])).threads.length,
+      0,
+    );
+
+    // private: carol forgets the thread.
+    assert.match(
+      await ok(ha, ["private", sent.th]),
+      new RegExp(`${sent.th} private with bob`),
+    );
+    await until("carol to forget the private thread", async () => {
+      const r = await okJson<{ threads: Array<{ th: string }> }>(hc, [
+        "mirrored",
+      ]);
+      return r.threads.some((t) => t.th === sent.th) ? undefined : true;
+    });
+    await fails(hc, ["mirrored", sent.th], 1, /no mirrored thread/);
+    assert.deepEqual(await okJson(ha, ["share", "--stop"]), { sharing: [] });
+  } finally {
+    await down(ha);
+    await down(hb);
+    await down(hc);
+    for (const d of [ha, hb, hc, root]) {
+      await Deno.remove(d, { recursive: true }).catch(() => {});
+    }
   }
 });

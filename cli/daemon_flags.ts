@@ -1,0 +1,234 @@
+/**
+ * The daemon's flags, shared by `awp daemon` (which runs it) and `awp up`
+ * (which starts it in the background and passes them through), checked
+ * the same way in both so a mistake is one line before anything starts.
+ *
+ * @module
+ */
+
+import { type Args, type FlagSpec, UsageError } from "./args.ts";
+import { isKey } from "../wire/keys.ts";
+import { parseAddress } from "../wire/address.ts";
+
+/**
+ * Flags of the daemon. `up` takes all of them but `--log`.
+ *
+ * @example
+ * ```ts
+ * import { DAEMON_FLAGS } from "./daemon_flags.ts";
+ * console.log(DAEMON_FLAGS.some((f) => f.name === "no-relay")); // true
+ * ```
+ */
+export const DAEMON_FLAGS: readonly FlagSpec[] = [
+  { name: "name", type: "string" },
+  { name: "about", type: "string" },
+  { name: "listen", type: "list" },
+  { name: "max-blob", type: "string" },
+  { name: "log", type: "string" },
+  { name: "inspect", type: "optional" },
+  { name: "allow-host", type: "list" },
+  { name: "trust", type: "list" },
+  { name: "accept", type: "string" },
+  { name: "allow", type: "list" },
+  { name: "serve", type: "string" },
+  { name: "root", type: "string" },
+  { name: "presence", type: "boolean" },
+  { name: "no-relay", type: "boolean" },
+  { name: "store", type: "string" },
+];
+
+/**
+ * What the flags, the environment and `${home}/config.json` can set, as the
+ * `--help` of `daemon` and `up` explains it.
+ *
+ * @example
+ * ```ts
+ * import { DAEMON_CONFIG_HELP } from "./daemon_flags.ts";
+ * console.log(DAEMON_CONFIG_HELP.includes("config.json")); // true
+ * ```
+ */
+export const DAEMON_CONFIG_HELP = [
+  "",
+  "--presence         publish a signed presence document (also AWP_PRESENCE=1, or",
+  '                   "presence": true in config.json); --no-relay stops forwarding',
+  "                   other agents' documents",
+  "--store URL        keep the state in a remote Deno KV through KV Connect",
+  "                   (https://...; the token is DENO_KV_ACCESS_TOKEN); spool and",
+  "                   received blobs stay in the home",
+  "--trust/--allow    ed25519 keys; --accept any|allowlist; --serve exec,fs:read,fs:write",
+  "",
+  "${home}/config.json (read at daemon start; flags and the environment win over it,",
+  "it wins over what earlier flags remembered):",
+  '  {"name": "builder", "about": "ports the middleware",',
+  '   "listen": ["tcp:127.0.0.1:7000"], "presence": true, "relay": true,',
+  '   "trust": ["ed25519:..."], "serve": ["fs:read"], "root": "/srv/work"}',
+  "--name, --about and --listen are remembered for later starts.",
+].join("\n");
+
+/** The daemon flags, checked. */
+export interface DaemonFlagValues {
+  name?: string;
+  about?: string;
+  listen: string[];
+  maxBlobBytes?: number;
+  log?: string;
+  /** "" for 127.0.0.1 on a free port, `HOST:PORT`; absent: off. */
+  inspect?: string;
+  allowHosts: string[];
+  trust: string[];
+  accept?: "any" | "allowlist";
+  allow: string[];
+  serve: string[];
+  /** Absolute. */
+  root?: string;
+  presence: boolean;
+  /** False under `--no-relay`. */
+  relay?: false;
+  store?: string;
+}
+
+/**
+ * Checks a KV Connect URL: http(s) with a host. Throws {@link UsageError}.
+ *
+ * @example
+ * ```ts
+ * import { checkStoreUrl } from "./daemon_flags.ts";
+ * console.log(checkStoreUrl("https://api.deno.com/databases/x/connect")); // the same URL
+ * ```
+ */
+export function checkStoreUrl(text: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(text);
+  } catch { /* reported below */ }
+  if (!url || !/^https?:$/.test(url.protocol) || url.hostname === "") {
+    throw new UsageError(
+      `bad --store "${text}": give a KV Connect URL (https://HOST/...)`,
+    );
+  }
+  return text;
+}
+
+/**
+ * Capabilities `--serve` takes, from "exec,fs:read" (spaces allowed).
+ *
+ * @example
+ * ```ts
+ * import { parseServeList } from "./daemon_flags.ts";
+ * console.log(parseServeList("exec, fs:read")); // [ "exec", "fs:read" ]
+ * ```
+ */
+export function parseServeList(text: string): string[] {
+  const caps = text.split(",").map((s) => s.trim()).filter(Boolean);
+  for (const cap of caps) {
+    if (!["exec", "fs:read", "fs:write"].includes(cap)) {
+      throw new UsageError(`bad --serve "${cap}": use exec, fs:read, fs:write`);
+    }
+  }
+  return caps;
+}
+
+function keys(flag: string, values: string[]): string[] {
+  for (const k of values) {
+    if (!isKey(k)) {
+      throw new UsageError(`bad --${flag} "${k}": give an ed25519:... key`);
+    }
+  }
+  return values;
+}
+
+function absolute(path: string): string {
+  return path.startsWith("/") ? path : `${Deno.cwd()}/${path}`;
+}
+
+/**
+ * Reads and checks the daemon flags in `args`; throws {@link UsageError}
+ * with one line on the first bad one.
+ *
+ * @example
+ * ```ts
+ * import { parseArgs } from "./args.ts";
+ * import { DAEMON_FLAGS, daemonFlagValues } from "./daemon_flags.ts";
+ * const v = daemonFlagValues(parseArgs(["--presence", "--no-relay"], DAEMON_FLAGS));
+ * console.log(v.presence, v.relay); // true false
+ * ```
+ */
+export function daemonFlagValues(args: Args): DaemonFlagValues {
+  let maxBlobBytes: number | undefined;
+  const mb = args.string("max-blob");
+  if (mb !== undefined) {
+    maxBlobBytes = Number(mb);
+    if (!Number.isSafeInteger(maxBlobBytes) || maxBlobBytes < 0) {
+      throw new UsageError(`bad --max-blob "${mb}": give bytes`);
+    }
+  }
+  const accept = args.string("accept");
+  if (accept !== undefined && accept !== "any" && accept !== "allowlist") {
+    throw new UsageError(`bad --accept "${accept}": use any or allowlist`);
+  }
+  for (const addr of args.list("listen")) {
+    try {
+      parseAddress(addr);
+    } catch (error) {
+      throw new UsageError(
+        `bad --listen: ${error instanceof Error ? error.message : error}`,
+      );
+    }
+  }
+  const store = args.string("store");
+  if (store !== undefined) checkStoreUrl(store);
+  const root = args.string("root");
+  if (root === "") throw new UsageError("--root needs a directory");
+  return {
+    ...(args.string("name") !== undefined ? { name: args.string("name") } : {}),
+    ...(args.string("about") !== undefined
+      ? { about: args.string("about") }
+      : {}),
+    listen: args.list("listen"),
+    ...(maxBlobBytes !== undefined ? { maxBlobBytes } : {}),
+    ...(args.string("log") ? { log: args.string("log") } : {}),
+    ...(args.has("inspect") ? { inspect: args.string("inspect") ?? "" } : {}),
+    allowHosts: args.list("allow-host"),
+    trust: keys("trust", args.list("trust")),
+    ...(accept ? { accept } : {}),
+    allow: keys("allow", args.list("allow")),
+    serve: parseServeList(args.string("serve") ?? ""),
+    ...(root ? { root: absolute(root) } : {}),
+    presence: args.bool("presence"),
+    ...(args.bool("no-relay") ? { relay: false as const } : {}),
+    ...(store ? { store } : {}),
+  };
+}
+
+/**
+ * The checked values as daemon arguments again (what `up` passes on).
+ *
+ * @example
+ * ```ts
+ * import { daemonFlagArgv } from "./daemon_flags.ts";
+ * console.log(daemonFlagArgv({ listen: [], allowHosts: [], trust: [], allow: [], serve: ["exec"], presence: true }));
+ * // [ "--serve", "exec", "--presence" ]
+ * ```
+ */
+export function daemonFlagArgv(v: DaemonFlagValues): string[] {
+  const out: string[] = [];
+  if (v.name !== undefined) out.push("--name", v.name);
+  if (v.about !== undefined) out.push("--about", v.about);
+  for (const l of v.listen) out.push("--listen", l);
+  if (v.maxBlobBytes !== undefined) {
+    out.push("--max-blob", String(v.maxBlobBytes));
+  }
+  if (v.inspect !== undefined) {
+    out.push(v.inspect ? `--inspect=${v.inspect}` : "--inspect");
+  }
+  for (const h of v.allowHosts) out.push("--allow-host", h);
+  for (const k of v.trust) out.push("--trust", k);
+  if (v.accept) out.push("--accept", v.accept);
+  for (const k of v.allow) out.push("--allow", k);
+  if (v.serve.length) out.push("--serve", v.serve.join(","));
+  if (v.root) out.push("--root", v.root);
+  if (v.presence) out.push("--presence");
+  if (v.relay === false) out.push("--no-relay");
+  if (v.store) out.push("--store", v.store);
+  return out;
+}
