@@ -179,6 +179,34 @@ interface SnapshotLike {
 }
 
 /**
+ * One inspection event as xstate hands it to an `inspect` observer
+ * (`@xstate.actor`, `@xstate.event`, `@xstate.snapshot`, ...). Named
+ * structurally so that the public API does not expose xstate's internals.
+ */
+export interface InspectedEvent {
+  /** The kind of inspection event, e.g. `@xstate.snapshot`. */
+  readonly type: string;
+  /** The actor the event is about. */
+  readonly actorRef: unknown;
+  /** The session id of the root of its actor system. */
+  readonly rootId: string;
+}
+
+/** An observer to pass as `createActor(logic, { inspect })`. */
+export interface InspectObserver {
+  /** Receives each inspection event. */
+  next(event: InspectedEvent): void;
+}
+
+/** An xstate actor (an `ActorRef`), as far as the hub names it. */
+export interface InspectableActor {
+  /** The actor's unique id in its system. */
+  readonly sessionId: string;
+  /** The actor's current snapshot. */
+  getSnapshot(): unknown;
+}
+
+/**
  * Records xstate inspection events and the actor tree; see the module doc.
  *
  * @example
@@ -194,7 +222,7 @@ interface SnapshotLike {
  */
 export class InspectionHub {
   /** Pass as `createActor(logic, { inspect: hub.observer })`. */
-  readonly observer: Observer<InspectionEvent>;
+  readonly observer: InspectObserver;
   #actors = new Map<string, ActorRecord>();
   #finished: string[] = [];
   #subscribers = new Set<(event: HubEvent) => void>();
@@ -210,7 +238,10 @@ export class InspectionHub {
   constructor(options: InspectionHubOptions = {}) {
     this.#maxLog = Math.max(1, options.maxLog ?? 200);
     this.#maxFinished = Math.max(0, options.maxFinished ?? 100);
-    this.observer = { next: (event) => this.#inspect(event) };
+    const observer: Observer<InspectionEvent> = {
+      next: (event) => this.#inspect(event),
+    };
+    this.observer = observer as InspectObserver;
   }
 
   /**
@@ -218,7 +249,8 @@ export class InspectionHub {
    * to one already seen. Actors not created with `hub.observer` are followed
    * through their snapshots and `progress` emits only.
    */
-  register(actorRef: AnyActorRef, options: RegisterOptions = {}): void {
+  register(actor: InspectableActor, options: RegisterOptions = {}): void {
+    const actorRef = actor as AnyActorRef;
     let rec = this.#actors.get(actorRef.sessionId);
     if (!rec) {
       rec = this.#track(actorRef, undefined);
