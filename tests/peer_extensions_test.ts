@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { Peer, type PeerOptions } from "../actors/peer.ts";
-import type { PeerEvent } from "../actors/peer_events.ts";
+import { EventLog } from "./helpers/event_log.ts";
 
 const FAST: Partial<PeerOptions> = {
   timeouts: { pingInterval: 0, bye: 1000 },
@@ -8,29 +8,9 @@ const FAST: Partial<PeerOptions> = {
   presenceTiming: { settleMs: 50, heartbeatMs: 60_000 },
 };
 
-/** Collects a peer's events. */
-class Events {
-  readonly list: PeerEvent[] = [];
-  readonly done: Promise<void>;
-
-  constructor(peer: Peer) {
-    const it = peer.events();
-    this.done = (async () => {
-      for await (const e of it) this.list.push(e);
-    })();
-  }
-
-  of<T extends PeerEvent["type"]>(type: T): Extract<PeerEvent, { type: T }>[] {
-    return this.list.filter((e) => e.type === type) as Extract<
-      PeerEvent,
-      { type: T }
-    >[];
-  }
-}
-
 interface Node {
   peer: Peer;
-  events: Events;
+  events: EventLog;
 }
 
 async function open(
@@ -43,7 +23,7 @@ async function open(
     ...FAST,
     ...extra,
   });
-  return { peer, events: new Events(peer) };
+  return { peer, events: new EventLog(peer) };
 }
 
 async function closeAll(...nodes: Node[]): Promise<void> {

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { Peer, type PeerOptions } from "../actors/peer.ts";
-import type { PeerEvent, PeerMessageEvent } from "../actors/peer_events.ts";
+import type { PeerMessageEvent } from "../actors/peer_events.ts";
+import { EventLog } from "./helpers/event_log.ts";
 import { Signer } from "../wire/keys.ts";
 import { mintGrant } from "../wire/grant.ts";
 import type { Part } from "../wire/types.ts";
@@ -14,57 +15,17 @@ const FAST: Partial<PeerOptions> = {
 const EXEC = "application/vnd.awp.exec+json";
 const FS_READ = "application/vnd.awp.fs-read+json";
 
-/** Collects a peer's events and waits for conditions on them. */
-class Events {
-  readonly list: PeerEvent[] = [];
-  readonly done: Promise<void>;
-
-  constructor(peer: Peer) {
-    const it = peer.events();
-    this.done = (async () => {
-      for await (const e of it) this.list.push(e);
-    })();
-  }
-
-  of<T extends PeerEvent["type"]>(type: T): Extract<PeerEvent, { type: T }>[] {
-    return this.list.filter((e) => e.type === type) as Extract<
-      PeerEvent,
-      { type: T }
-    >[];
-  }
-
-  async until<T>(
-    find: () => T | undefined | false,
-    what: string,
-    ms = 15_000,
-  ): Promise<T> {
-    const start = Date.now();
-    for (;;) {
-      const found = find();
-      if (found) return found;
-      if (Date.now() - start > ms) {
-        throw new Error(
-          `timed out waiting for ${what}; events: ${
-            this.list.map((e) => e.type).join(",")
-          }`,
-        );
-      }
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  }
-
-  /** The msg answering `id`. */
-  reply(id: string): Promise<PeerMessageEvent> {
-    return this.until(
-      () => this.of("message").find((m) => m.re === id),
-      `a reply to ${id}`,
-    );
-  }
+/** The msg answering `id`. */
+function replyTo(events: EventLog, id: string): Promise<PeerMessageEvent> {
+  return events.find(
+    () => events.of("message").find((m) => m.re === id),
+    `a reply to ${id}`,
+  );
 }
 
 interface Node {
   peer: Peer;
-  events: Events;
+  events: EventLog;
 }
 
 async function open(
@@ -72,7 +33,7 @@ async function open(
   extra: Partial<PeerOptions> = {},
 ): Promise<Node> {
   const peer = await Peer.open({ memory: true, name, ...FAST, ...extra });
-  return { peer, events: new Events(peer) };
+  return { peer, events: new EventLog(peer, 15_000) };
 }
 
 async function closeAll(...nodes: Node[]): Promise<void> {
@@ -149,7 +110,7 @@ Deno.test("forged, expired, wrong-audience and two-level-delegated grants are no
     await b.peer.connect(addr, {
       present: [forged, expired, wrongAud, tx, xy, yb],
     });
-    const admitted = await c.events.until(
+    const admitted = await c.events.find(
       () => c.events.of("admission").find((e) => e.peer === sub),
       "the admission",
     );
@@ -162,14 +123,14 @@ Deno.test("forged, expired, wrong-audience and two-level-delegated grants are no
       parts: request(EXEC, { cmd: ["touch", marker] }),
     });
     await b.peer.waitAck(id, { timeoutMs: 10_000 });
-    const err = await b.events.until(
+    const err = await b.events.find(
       () => b.events.of("error").find((e) => e.re === id),
       "err forbidden",
     );
     assert.equal(err.code, "forbidden");
     assert.equal(err.remote, true);
     assert.match(err.detail, /exec/);
-    const seen = await c.events.until(
+    const seen = await c.events.find(
       () => c.events.of("message").find((m) => m.id === id),
       "the request at c",
     );
@@ -197,18 +158,18 @@ Deno.test("exec with a grant on a serving peer answers with a result msg; a shor
   try {
     await b.peer.connect(await c.peer.listen("tcp:127.0.0.1:0"));
     await c.peer.grant(b.peer.key, ["exec"]);
-    await b.events.until(() => b.events.of("grant")[0], "the grant");
+    await b.events.find(() => b.events.of("grant")[0], "the grant");
     assert.deepEqual(await c.peer.capsOf(b.peer.key), ["exec"]);
 
     const { id, th } = await b.peer.send(c.peer.key, "", {
       parts: request(EXEC, { cmd: ["sh", "-c", "echo hi; pwd"] }),
     });
-    const reply = await b.events.reply(id);
+    const reply = await replyTo(b.events, id);
     assert.equal(reply.th, th);
     const data = resultData(reply);
     assert.equal(data.exit, 0);
     assert.equal(data.stdout, `hi\n${await Deno.realPath(root)}\n`);
-    const served = await c.events.until(
+    const served = await c.events.find(
       () => c.events.of("served").find((e) => e.re === id),
       "the serve log",
     );
@@ -223,7 +184,7 @@ Deno.test("exec with a grant on a serving peer answers with a result msg; a shor
       thread: th,
       parts: request(EXEC, { cmd: ["sleep", "30"] }),
     });
-    const killed = resultData(await b.events.reply(slow.id));
+    const killed = resultData(await replyTo(b.events, slow.id));
     assert.equal(killed.timed_out, true);
     assert.equal(typeof killed.error, "string");
   } finally {
@@ -241,7 +202,7 @@ Deno.test("an allowed request on a peer that does not serve it goes to the appli
     const { id } = await b.peer.send(c.peer.key, "", {
       parts: request(EXEC, { cmd: ["true"] }),
     });
-    const seen = await c.events.until(
+    const seen = await c.events.find(
       () => c.events.of("message").find((m) => m.id === id),
       "the request",
     );
@@ -264,11 +225,11 @@ Deno.test("fs:read of a big file comes back as a blob; a path escaping the root 
   try {
     await b.peer.connect(await c.peer.listen("tcp:127.0.0.1:0"));
     await c.peer.grant(b.peer.key, ["fs:read"]);
-    await b.events.until(() => b.events.of("grant")[0], "the grant");
+    await b.events.find(() => b.events.of("grant")[0], "the grant");
     const { id } = await b.peer.send(c.peer.key, "", {
       parts: request(FS_READ, { path: "big.bin" }),
     });
-    const reply = await b.events.reply(id);
+    const reply = await replyTo(b.events, id);
     assert.equal(resultData(reply).blob, "big.bin");
     assert.equal(reply.blobs.length, 1);
     const blob = reply.blobs[0];
@@ -279,7 +240,7 @@ Deno.test("fs:read of a big file comes back as a blob; a path escaping the root 
     const escape = await b.peer.send(c.peer.key, "", {
       parts: request(FS_READ, { path: "../../etc/passwd" }),
     });
-    const failed = resultData(await b.events.reply(escape.id));
+    const failed = resultData(await replyTo(b.events, escape.id));
     assert.equal(typeof failed.error, "string");
     assert.equal(failed.content, undefined);
   } finally {
@@ -307,7 +268,7 @@ Deno.test("allowlist: a stranger is refused with err auth and a detail; allowed,
         /not on this peer's allow list/.test(e.message) &&
         !e.message.includes("\n"),
     );
-    const refused = await c.events.until(
+    const refused = await c.events.find(
       () => c.events.of("admission").find((e) => e.peer === stranger.peer.key),
       "the refusal",
     );
@@ -330,7 +291,7 @@ Deno.test("allowlist: a stranger is refused with err auth and a detail; allowed,
     const why = (key: string) =>
       c.events.of("admission").filter((e) => e.peer === key && e.admitted)
         .map((e) => e.why);
-    await c.events.until(
+    await c.events.find(
       () => why(presenter.peer.key).length > 0,
       "the last admission",
     );
@@ -364,7 +325,7 @@ Deno.test("introduce end to end: A introduces C to B with a grant C honors throu
       grantCaps: ["exec"],
     });
     assert.equal(intro.grant?.aud, c.peer.key);
-    const introduced = await b.events.until(
+    const introduced = await b.events.find(
       () => b.events.of("introduced")[0],
       "the introduction",
     );
@@ -374,7 +335,7 @@ Deno.test("introduce end to end: A introduces C to B with a grant C honors throu
 
     // The held grant (aud C) is presented automatically.
     await b.peer.connect(introduced.address!);
-    const admission = await c.events.until(
+    const admission = await c.events.find(
       () => c.events.of("admission").find((e) => e.peer === b.peer.key),
       "b's admission",
     );
@@ -385,7 +346,7 @@ Deno.test("introduce end to end: A introduces C to B with a grant C honors throu
     const { id } = await b.peer.send(c.peer.key, "", {
       parts: request(EXEC, { cmd: ["echo", "introduced"] }),
     });
-    const data = resultData(await b.events.reply(id));
+    const data = resultData(await replyTo(b.events, id));
     assert.equal(data.stdout, "introduced\n");
   } finally {
     await closeAll(a, b, c);

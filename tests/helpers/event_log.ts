@@ -63,4 +63,15 @@ export class EventLog {
       await new Promise((r) => setTimeout(r, 10));
     }
   }
+
+  /** Polls `find` until it returns something; fails after `ms`, naming `what`. */
+  async find<T>(
+    find: () => T | undefined | false,
+    what: string,
+    ms = this.#defaultMs,
+  ): Promise<T> {
+    let found: T | undefined | false;
+    await this.until(() => Boolean(found = find()), what, ms);
+    return found as T;
+  }
 }
