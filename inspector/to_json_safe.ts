@@ -6,14 +6,8 @@
  * @module
  */
 
-/** A plain JSON value. */
-export type JsonValue =
-  | null
-  | boolean
-  | number
-  | string
-  | JsonValue[]
-  | { [key: string]: JsonValue };
+import type { JsonValue } from "../wire/canonical_json.ts";
+export type { JsonValue };
 
 /** Limits applied by {@link toJsonSafe}. */
 export interface JsonSafeLimits {
