@@ -57,7 +57,19 @@ export type { PresenceInfo } from "./actors/peer_extensions.ts";
 export type { PresenceRecord } from "./actors/presence_gossip.ts";
 export type { MirroredLine, MirroredThread } from "./actors/mirror.ts";
 export type { SignedPresence } from "./wire/presence.ts";
-export type { InspectionHub } from "./inspector/inspection_hub.ts";
+export type {
+  ActorInfo,
+  ActorStatus,
+  HubEmittedEvent,
+  HubEvent,
+  HubEventEvent,
+  HubSnapshotEvent,
+  InspectionHub,
+  LogEntry as InspectorLogEntry,
+  Progress,
+  RegisterOptions,
+} from "./inspector/inspection_hub.ts";
+export type { JsonValue } from "./inspector/to_json_safe.ts";
 export * from "./actors/peer_events.ts";
 export * from "./wire/types.ts";
 export * from "./wire/messages.ts";

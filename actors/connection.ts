@@ -83,6 +83,11 @@ export interface ReceivedLine {
   message: Message;
   /** The line exactly as received, without its newline. */
   raw: string;
+  /**
+   * Its traffic-log position, as `store.receive` reported it: set on the
+   * fresh committed lines handed to `onDeliver` (when the store reports one).
+   */
+  seq?: number;
 }
 
 /** Options of {@link Connection}. */
@@ -129,7 +134,10 @@ export interface ConnectionOptions {
    * throw closes the connection with `err internal`, nothing committed.
    */
   beforeCommit?(conn: Connection, lines: ReceivedLine[]): Promise<void>;
-  /** New (non-duplicate) content lines, committed and acked. */
+  /**
+   * New (non-duplicate) content lines, committed and acked, each with the
+   * log `seq` the store gave it.
+   */
   onDeliver?(conn: Connection, lines: ReceivedLine[]): void;
   /** An ack of ours arrived; called once the store has dropped the entry. */
   onAck?(conn: Connection, ack: { re: string; th?: string }): void;
@@ -680,7 +688,13 @@ export class Connection {
           re: line.id,
         });
       }
-      if (!outcomes[i]?.duplicate) fresh.push(line.received);
+      const outcome = outcomes[i];
+      if (outcome?.duplicate) continue;
+      fresh.push(
+        outcome?.seq === undefined
+          ? line.received
+          : { ...line.received, seq: outcome.seq },
+      );
     }
     if (fresh.length) this.#o.onDeliver?.(this, fresh);
   }

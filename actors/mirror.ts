@@ -249,8 +249,11 @@ export interface MirroredThread {
   sharer: string;
   /** The other party of the thread. */
   of: string;
+  /** The other party's name, when known. */
   of_name?: string;
+  /** The thread's id. */
   th: string;
+  /** The thread's subject, when known. */
   subject?: string;
   /** Lines held. */
   count: number;
@@ -262,8 +265,11 @@ export interface MirroredThread {
 
 /** One mirrored line. */
 export interface MirroredLine {
+  /** The agent that mirrors it. */
   sharer: string;
+  /** The other party of the thread. */
   of: string;
+  /** The thread's id. */
   th: string;
   /** Position in the thread, as received. */
   n: number;
@@ -271,8 +277,9 @@ export interface MirroredLine {
   dir: "in" | "out";
   /** Who wrote it. */
   from: string;
-  /** The original line's id and type. */
+  /** The original line's id. */
   id: string;
+  /** The original line's type. */
   t: string;
   /** The original line. */
   line: Record<string, unknown>;

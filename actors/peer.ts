@@ -24,21 +24,15 @@ import {
 } from "./supervisor.ts";
 import type { Connection, ReceivedLine, RemoteHello } from "./connection.ts";
 import { type ThreadMachine, threadMachine } from "./thread_machine.ts";
-import {
-  type BlobProgress,
-  chunkSentEvent,
-  type IncomingBlobMachine,
-  incomingBlobMachine,
-  type OutgoingBlobMachine,
-  outgoingBlobMachine,
-  sinkEvent,
-} from "./blob_machine.ts";
+import { PeerBlobs } from "./peer_blobs.ts";
 import type { InspectionHub } from "../inspector/inspection_hub.ts";
 import type { ConnectionTimeouts } from "./connection_machine.ts";
 import type { DialerTiming } from "./dialer_machine.ts";
 import {
   EventQueue,
   type EventsOptions,
+  type LineEvent,
+  type LineMessage,
   type PeerEvent,
   type PeerMessageEvent,
   type ReceivedBlob,
@@ -58,7 +52,6 @@ import type { SignedPresence } from "../wire/presence.ts";
 import { openStore } from "../storage/open_store.ts";
 import type {
   GrantRecord,
-  IncomingLine,
   LogEntry,
   LogQuery,
   OutboxDraft,
@@ -76,7 +69,6 @@ import {
   snapshotToSpool,
   type SpooledBlob,
 } from "../storage/spool.ts";
-import { BlobSink } from "../storage/blob_sink.ts";
 import { isKey, KEY_PREFIX, Signer } from "../wire/keys.ts";
 import { grantHash, mintGrant, verifyGrant } from "../wire/grant.ts";
 import { blobPart, textPart } from "../wire/messages.ts";
@@ -86,7 +78,6 @@ import { validateMessage } from "../wire/validate.ts";
 import { CONTENT_TYPES } from "../wire/types.ts";
 import type {
   BlobPart,
-  Chunk,
   Err,
   Grant,
   GrantMsg,
@@ -158,6 +149,12 @@ export interface PeerOptions {
   /** Outbox retention for "open thread" in ms (7 days). */
   retentionMs?: number;
   /**
+   * Emit a `line` event ({@link LineEvent}) for every protocol line in and
+   * out after the handshake (chunks without their data). Off by default:
+   * nothing is parsed for it then.
+   */
+  lineEvents?: boolean;
+  /**
    * Shows the actors (supervisor, dialers, connections, threads, blob
    * transfers) in this hub. Off unless given: no observer is passed then.
    */
@@ -183,9 +180,11 @@ export interface SendOptions {
 
 /** A file for {@link SendOptions.files} with its blob name and type. */
 export interface SendFile {
+  /** The file to send. */
   path: string;
   /** The blob's name (default the file's base name). */
   name?: string;
+  /** The blob's mime type (default guessed from the name's extension). */
   mime?: string;
 }
 
@@ -202,11 +201,13 @@ export interface ConnectOptions {
 export interface Sent {
   /** The id of the line (the msg, for send). */
   id: string;
+  /** The thread it went in. */
   th: string;
 }
 
 /** A known peer and whether it is connected now. */
 export interface PeerInfo extends PeerRecord {
+  /** True while a connection to it is open. */
   connected: boolean;
 }
 
@@ -241,6 +242,8 @@ const LOGGED_BY_RECEIVE: ReadonlySet<string> = new Set([
   ...CONTENT_TYPES,
   "private",
 ]);
+/** Handshake lines: no `line` event (they come before the peer is known, or are the resume). */
+const HANDSHAKE: ReadonlySet<string> = new Set(["hello", "auth", "resume"]);
 const LOG_BATCH = 256;
 const EARLY_EVENTS = 10_000;
 const ACKED_MEMORY = 10_000;
@@ -282,11 +285,6 @@ function newThreadId(): string {
   return `thr_${randomBytes(8).toString("hex")}`;
 }
 
-/** A directory name for a peer's received blobs (refs are chosen by it). */
-function peerDir(key: string): string {
-  return key.startsWith(KEY_PREFIX) ? key.slice(KEY_PREFIX.length) : key;
-}
-
 /** One-line TypeErrors for bad trust, admission and serving options. */
 function checkTrustOptions(options: PeerOptions): void {
   if (
@@ -326,8 +324,6 @@ interface PendingSpool {
 }
 
 type ThreadActor = Actor<ThreadMachine>;
-type OutBlobActor = Actor<OutgoingBlobMachine>;
-type InBlobActor = Actor<IncomingBlobMachine>;
 
 /**
  * One AWP peer. Open with {@link Peer.open}, then `listen` and/or
@@ -354,7 +350,6 @@ export class Peer {
   #sup: Supervisor;
   #o: PeerOptions;
   #spoolDir: string;
-  #blobsDir: string;
   #tempRoot: string | undefined;
   /** The retention timer (expireOutbox soon after open, then hourly). */
   #retention: ReturnType<typeof setTimeout> | undefined;
@@ -366,14 +361,10 @@ export class Peer {
   #ackWaiters = new Map<string, Set<() => void>>();
   #sentTo = new Map<string, string>();
   #spoolByMsg = new Map<string, PendingSpool>();
-  #sinks = new Map<string, Promise<BlobSink>>();
   #threadActors = new Map<string, Promise<ThreadActor>>();
-  /** Transfer actors by `${peer} ${ref}`, one Map per direction. */
-  #outBlobs = new Map<string, Promise<OutBlobActor>>();
-  #inBlobs = new Map<string, Promise<InBlobActor>>();
+  /** Blob transfers, sinks and their actors. */
+  #blobs: PeerBlobs;
   #logBuffer: Omit<LogEntry, "seq">[] = [];
-  /** The log seq of each received line, by its parsed message (see #tapReceive). */
-  #seqOf = new WeakMap<object, number>();
   /** Seqs of received msg/state lines committed here whose event is not out yet, ascending. */
   #pendingSeqs: number[] = [];
   #seqWaiters = new Map<number, () => void>();
@@ -395,9 +386,19 @@ export class Peer {
     this.#store = store;
     this.#o = options;
     this.#spoolDir = dirs.spool;
-    this.#blobsDir = dirs.blobs;
     this.#tempRoot = dirs.temp;
     this.#maxBlob = options.maxBlobBytes ?? DEFAULT_MAX_BLOB_BYTES;
+    this.#blobs = new PeerBlobs({
+      store,
+      blobsDir: dirs.blobs,
+      maxBlobBytes: this.#maxBlob,
+      ...(options.inspect ? { inspect: options.inspect } : {}),
+      parentId: (peer) => this.#parentId(peer),
+      emit: (event) => this.#emit(event),
+      localError: (peer, code, detail, ref) =>
+        this.#localError(peer, code, detail, ref),
+      closing: () => this.#closing !== undefined,
+    });
     const track = <T>(p: Promise<T>): Promise<T> => {
       this.#inflight.add(p);
       void p.finally(() => this.#inflight.delete(p)).catch(() => {});
@@ -465,7 +466,7 @@ export class Peer {
     });
     this.#sup = new Supervisor({
       signer,
-      store: this.#tapReceive(store),
+      store,
       name: options.name,
       about: options.about,
       caps: options.caps ?? DEFAULT_CAPS,
@@ -505,6 +506,15 @@ export class Peer {
       onLine: (peer, dir, raw) => this.#logLine(peer, dir, raw),
       beforeCommit: (peer, conn, lines) =>
         this.#beforeCommit(peer, conn, lines),
+      afterCommit: (_peer, lines) => {
+        // Each fresh msg/state holds its event's turn: events leave in seq order.
+        for (const line of lines) {
+          const t = line.message.t;
+          if (line.seq !== undefined && (t === "msg" || t === "state")) {
+            this.#hold(line.seq);
+          }
+        }
+      },
       onAck: (peer, ack) => this.#noteAck(peer, ack.re, ack.th),
       onBye: (peer, reason) =>
         this.#emit({
@@ -514,7 +524,7 @@ export class Peer {
           ...(reason !== undefined ? { reason } : {}),
         }),
       onSent: (peer, entry) => {
-        if (entry.t === "chunk") track(this.#chunkSent(peer, entry));
+        if (entry.t === "chunk") track(this.#blobs.chunkSent(peer, entry));
       },
       ...(options.inspect ? { inspect: options.inspect } : {}),
     });
@@ -807,7 +817,7 @@ export class Peer {
           sha256: blob.sha256,
           updated: now,
         });
-        this.#outgoingBlob(key, blob.ref, { th, name, size: blob.size });
+        this.#blobs.outgoing(key, blob.ref, { th, name, size: blob.size });
       }
     }
     await this.#touchThread(key, th, { subject: options.subject });
@@ -998,8 +1008,10 @@ export class Peer {
   }
 
   /**
-   * Says bye to `to` and waits for the connection to close (no-op when not
-   * connected).
+   * Says bye to `to` and waits for the connection to close (when
+   * connected). The peer is not redialed until something new is sent to
+   * it (`send`, `setState`, `grant`, `introduce`...) or `connect` is
+   * called, as the reference does after `awp bye`.
    *
    * @example
    * ```ts ignore
@@ -1008,8 +1020,7 @@ export class Peer {
    */
   async bye(to: string, reason?: string): Promise<void> {
     const key = await this.#resolve(to);
-    const conn = this.#sup.connection(key);
-    if (conn) await conn.bye(reason);
+    await this.#sup.bye(key, reason);
   }
 
   /**
@@ -1356,19 +1367,11 @@ export class Peer {
       await Promise.allSettled([...this.#inflight]);
     }
     await this.#flushLog().catch(() => {});
-    for (
-      const actors of [
-        this.#threadActors,
-        this.#outBlobs,
-        this.#inBlobs,
-      ] as Map<
-        string,
-        Promise<{ stop(): void }>
-      >[]
-    ) {
-      for (const p of actors.values()) (await p.catch(() => undefined))?.stop();
-      actors.clear();
+    for (const p of this.#threadActors.values()) {
+      (await p.catch(() => undefined))?.stop();
     }
+    this.#threadActors.clear();
+    await this.#blobs.stop();
     this.#store.close();
     for (const q of [...this.#subs]) q.close();
     this.#subs.clear();
@@ -1429,7 +1432,8 @@ export class Peer {
     if (this.#closing) return;
     await this.#sup.refreshWanted(peer);
     await this.#ensureReach(peer);
-    this.#sup.dialer(peer)?.wake();
+    // New lines for it: a peer we said bye to is dialed again.
+    this.#sup.resumeDialing(peer);
   }
 
   #emit(event: PeerEvent): void {
@@ -1544,17 +1548,14 @@ export class Peer {
           ts,
           dialed: e.dialed,
           remoteAddr: e.remoteAddr,
+          caps: e.caps,
           ...(e.name !== undefined ? { name: e.name } : {}),
+          ...(e.about !== undefined ? { about: e.about } : {}),
         });
         this.#ext.onConnected(this.#sup.connection(e.peer));
         break;
       case "disconnected":
-        for (const blobs of [this.#outBlobs, this.#inBlobs]) {
-          for (const [id, p] of blobs) {
-            if (!id.startsWith(`${e.peer} `)) continue;
-            void p.then((a) => a.send({ type: "DISCONNECTED" }), () => {});
-          }
-        }
+        this.#blobs.disconnected(e.peer);
         this.#emit({
           type: "disconnected",
           peer: e.peer,
@@ -1627,107 +1628,6 @@ export class Peer {
     (await this.#threadActor(peer, th)).send(event);
   }
 
-  /** Starts a transfer actor: progress becomes a Peer event, done leaves the Map. */
-  #startBlob<A extends OutBlobActor | InBlobActor>(
-    blobs: Map<string, Promise<A>>,
-    id: string,
-    actor: A,
-    peer: string,
-    label: string,
-  ): A {
-    this.#o.inspect?.register(actor, {
-      kind: "blob",
-      label,
-      parentId: this.#parentId(peer),
-    });
-    actor.on("progress", (p: BlobProgress) =>
-      this.#emit({
-        type: "progress",
-        peer: p.peer,
-        ts: timestamp(),
-        ref: p.ref,
-        dir: p.dir,
-        bytes: p.bytes,
-        total: p.total,
-        rate: p.rate,
-        status: p.status,
-        ...(p.th !== undefined ? { th: p.th } : {}),
-        ...(p.name !== undefined ? { name: p.name } : {}),
-      }));
-    (actor as OutBlobActor).subscribe({
-      next: (snapshot) => {
-        if (snapshot.status === "done") blobs.delete(id);
-      },
-      error: () => blobs.delete(id),
-    });
-    actor.start();
-    return actor;
-  }
-
-  #outgoingBlob(
-    peer: string,
-    ref: string,
-    input: { th?: string; name?: string; size: number },
-  ): Promise<OutBlobActor> {
-    const id = `${peer} ${ref}`;
-    let actor = this.#outBlobs.get(id);
-    if (actor) return actor;
-    const a = createActor(outgoingBlobMachine, {
-      input: { peer, ref, ...input },
-      ...this.#actorOptions(),
-    });
-    actor = Promise.resolve(
-      this.#startBlob(this.#outBlobs, id, a, peer, `out ${input.name ?? ref}`),
-    );
-    this.#outBlobs.set(id, actor);
-    return actor;
-  }
-
-  #incomingBlob(
-    peer: string,
-    ref: string,
-    sink: BlobSink,
-  ): Promise<InBlobActor> {
-    const id = `${peer} ${ref}`;
-    let actor = this.#inBlobs.get(id);
-    if (actor) return actor;
-    const record = sink.record;
-    const a = createActor(incomingBlobMachine, {
-      input: {
-        peer,
-        ref,
-        ...(record.th !== undefined ? { th: record.th } : {}),
-        ...(record.name !== undefined ? { name: record.name } : {}),
-        total: sink.size,
-        bytes: sink.bytes,
-      },
-      ...this.#actorOptions(),
-    });
-    actor = Promise.resolve(
-      this.#startBlob(this.#inBlobs, id, a, peer, `in ${record.name ?? ref}`),
-    );
-    this.#inBlobs.set(id, actor);
-    return actor;
-  }
-
-  /** A chunk line was written: its transfer (resumed from its record) moves. */
-  async #chunkSent(peer: string, entry: OutboxEntry): Promise<void> {
-    const event = chunkSentEvent(entry);
-    const ref = entry.fields.ref;
-    if (!event || typeof ref !== "string" || this.#closing) return;
-    let actor = this.#outBlobs.get(`${peer} ${ref}`);
-    if (!actor) {
-      const record = await this.#store.blob(peer, ref, "out");
-      if (!record || record.status !== "active") return;
-      actor = this.#outgoingBlob(peer, ref, {
-        size: record.size,
-        ...(record.th !== undefined ? { th: record.th } : {}),
-        ...(record.name !== undefined ? { name: record.name } : {}),
-      });
-    }
-    (await actor).send(event);
-  }
-
   #localError(peer: string, code: string, detail: string, ref?: string): void {
     this.#emit({
       type: "error",
@@ -1753,12 +1653,24 @@ export class Peer {
       return; // a local note, or an unparsable line the connection refused
     }
     if (typeof m !== "object" || m === null || typeof m.t !== "string") return;
-    if (dir === "in" && LOGGED_BY_RECEIVE.has(m.t)) return;
-    let line = raw;
+    let bare: Record<string, unknown> | undefined;
     if (m.t === "chunk") {
       const { data: _, ...rest } = m;
-      line = JSON.stringify(rest);
+      bare = rest;
     }
+    if (this.#o.lineEvents && !HANDSHAKE.has(m.t)) {
+      this.#emit(
+        {
+          type: "line",
+          peer,
+          ts: timestamp(),
+          dir,
+          message: (bare ?? m) as LineMessage,
+        } satisfies LineEvent,
+      );
+    }
+    if (dir === "in" && LOGGED_BY_RECEIVE.has(m.t)) return;
+    const line = bare ? JSON.stringify(bare) : raw;
     this.#logBuffer.push({
       peer,
       dir,
@@ -1808,12 +1720,7 @@ export class Peer {
     const spool = this.#spoolByMsg.get(id);
     if (spool) {
       this.#spoolByMsg.delete(id);
-      for (const ref of spool.refs) {
-        void this.#outBlobs.get(`${peer} ${ref}`)?.then(
-          (a) => a.send({ type: "ACKED" }),
-          () => {},
-        );
-      }
+      this.#blobs.acked(peer, spool.refs);
       void this.#releaseSpool(spool, "complete");
     }
   }
@@ -1840,7 +1747,7 @@ export class Peer {
   }
 
   async #onThreadLine(d: Delivery): Promise<void> {
-    const seq = this.#seqOf.get(d.message) ?? 0;
+    const seq = d.seq ?? 0;
     try {
       await this.#threadLine(d, seq);
     } finally {
@@ -1875,7 +1782,7 @@ export class Peer {
     const blobs: ReceivedBlob[] = [];
     for (const part of m.parts) {
       if (part.k !== "blob") continue;
-      const blob = await this.#resolveBlob(
+      const blob = await this.#blobs.resolve(
         d.peer,
         part as BlobPart,
         d.connection,
@@ -1898,31 +1805,6 @@ export class Peer {
     );
     await this.#turn(seq);
     this.#emit(messageEvent(d.peer, ts, m, blobs, seq, requests));
-  }
-
-  /**
-   * The store handed to the connections: `receive` also notes each fresh
-   * line's log seq (by its parsed message, the object the delivery carries)
-   * and holds its event's turn, so events leave in seq order.
-   */
-  #tapReceive(store: Store): Store {
-    const receive = async (peer: string, lines: IncomingLine[]) => {
-      const outcomes = await store.receive(peer, lines);
-      lines.forEach((line, i) => {
-        const seq = outcomes[i]?.seq;
-        if (seq === undefined || outcomes[i].duplicate) return;
-        this.#seqOf.set(line.message, seq);
-        if (line.t === "msg" || line.t === "state") this.#hold(seq);
-      });
-      return outcomes;
-    };
-    return new Proxy(store, {
-      get(target, prop) {
-        if (prop === "receive") return receive;
-        const value = Reflect.get(target, prop, target);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
   }
 
   #hold(seq: number): void {
@@ -2028,61 +1910,10 @@ export class Peer {
     const blobs: ReceivedBlob[] = [];
     for (const part of m.parts) {
       if (part.k === "blob") {
-        blobs.push(await this.#replayBlob(entry.peer, part as BlobPart));
+        blobs.push(await this.#blobs.replay(entry.peer, part as BlobPart));
       }
     }
     return messageEvent(entry.peer, ts, m, blobs, entry.seq, []);
-  }
-
-  /** A replayed msg's blob: as stored, or finished now if it can be. */
-  async #replayBlob(peer: string, part: BlobPart): Promise<ReceivedBlob> {
-    const record = await this.#store.blob(peer, part.ref, "in");
-    const base: ReceivedBlob = {
-      ref: part.ref,
-      size: part.size,
-      status: "missing",
-      ...(part.name !== undefined ? { name: part.name } : {}),
-      ...(part.mime !== undefined ? { mime: part.mime } : {}),
-    };
-    switch (record?.status) {
-      case "complete":
-        return {
-          ...base,
-          status: "complete",
-          path: record.path,
-          ...(record.sha256 !== undefined ? { sha256: record.sha256 } : {}),
-        };
-      case "refused":
-        return { ...base, status: "refused", detail: "refused" };
-      case "failed":
-        return { ...base, status: "failed", detail: "failed" };
-      default:
-        // Killed between the msg's commit and its blob's completion.
-        return await this.#resolveBlob(peer, part);
-    }
-  }
-
-  /** The sink of an incoming blob, made (or resumed from its record) once. */
-  #sinkFor(peer: string, ref: string, th?: string): Promise<BlobSink> {
-    const id = `${peer} ${ref}`;
-    let sink = this.#sinks.get(id);
-    if (sink) return sink;
-    sink = (async () => {
-      const record = await this.#store.blob(peer, ref, "in");
-      // A record picks up a transfer cut by a reconnect or a restart.
-      return record
-        ? await BlobSink.resume(record, { maxBytes: this.#maxBlob })
-        : await BlobSink.open({
-          peer,
-          ref,
-          dir: `${this.#blobsDir}/${peerDir(peer)}`,
-          th,
-          maxBytes: this.#maxBlob,
-        });
-    })();
-    this.#sinks.set(id, sink);
-    sink.catch(() => this.#sinks.delete(id));
-    return sink;
   }
 
   /**
@@ -2096,117 +1927,9 @@ export class Peer {
     lines: ReceivedLine[],
   ): Promise<void> {
     for (const { message } of lines) {
-      if (message.t === "chunk") await this.#takeChunk(peer, conn, message);
-    }
-  }
-
-  async #takeChunk(peer: string, conn: Connection, m: Chunk): Promise<void> {
-    const sink = await this.#sinkFor(peer, m.ref, m.th);
-    const result = await sink.write(m);
-    if (
-      result.kind === "error" &&
-      (result.code === "out_of_order" || result.code === "after_complete")
-    ) {
-      // The sink has it already: a replay of a chunk written before a crash
-      // (or a reconnect) but not committed as seen. A duplicate, not an error.
-      return;
-    }
-    await this.#store.putBlob(sink.record);
-    const event = sinkEvent(result);
-    const actor = this.#incomingBlob(peer, m.ref, sink);
-    if (event) void actor.then((a) => a.send(event), () => {});
-    if (result.kind === "refused") {
-      if (!result.repeat) {
-        conn.sendLine({
-          t: "err",
-          code: "blob_refused",
-          detail: result.detail,
-          ref: m.ref,
-        });
+      if (message.t === "chunk") {
+        await this.#blobs.takeChunk(peer, conn, message);
       }
-    } else if (result.kind === "error") {
-      this.#localError(peer, "blob", result.detail, m.ref);
-    }
-  }
-
-  /** Finishes the blob a msg names; `conn` (live) hears a refusal. */
-  async #resolveBlob(
-    peer: string,
-    part: BlobPart,
-    conn?: Connection,
-  ): Promise<ReceivedBlob> {
-    const base: ReceivedBlob = {
-      ref: part.ref,
-      size: part.size,
-      status: "missing",
-      ...(part.name !== undefined ? { name: part.name } : {}),
-      ...(part.mime !== undefined ? { mime: part.mime } : {}),
-    };
-    const id = `${peer} ${part.ref}`;
-    let sink = await this.#sinks.get(id)?.catch(() => undefined);
-    if (!sink) {
-      const record = await this.#store.blob(peer, part.ref, "in");
-      if (!record) {
-        if (part.size > this.#maxBlob) {
-          // No chunk came (sender skipped them?): still say no.
-          conn?.sendLine({
-            t: "err",
-            code: "blob_refused",
-            detail:
-              `blob ${part.ref} is ${part.size} bytes, over the ${this.#maxBlob} byte limit`,
-            ref: part.ref,
-          });
-          return { ...base, status: "refused", detail: "over the blob limit" };
-        }
-        return { ...base, detail: "no chunks received" };
-      }
-      sink = await this.#sinkFor(peer, part.ref, record.th);
-    }
-    const actor = this.#inBlobs.get(`${peer} ${part.ref}`);
-    void actor?.then((a) => {
-      if (part.name !== undefined) {
-        this.#o.inspect?.register(a, { label: `in ${part.name}` });
-      }
-      a.send({
-        type: "DESCRIBED",
-        total: part.size,
-        ...(part.name !== undefined ? { name: part.name } : {}),
-      });
-    }, () => {});
-    const result = await sink.expect({
-      size: part.size,
-      name: part.name,
-      mime: part.mime,
-    });
-    await this.#store.putBlob(sink.record);
-    const event = result ? sinkEvent(result) : undefined;
-    if (event) void actor?.then((a) => a.send(event), () => {});
-    if (result?.kind === "refused" && !result.repeat) {
-      conn?.sendLine({
-        t: "err",
-        code: "blob_refused",
-        detail: result.detail,
-        ref: part.ref,
-      });
-    }
-    if (sink.status !== "active") this.#sinks.delete(id);
-    switch (sink.status) {
-      case "complete":
-        return {
-          ...base,
-          status: "complete",
-          path: sink.path,
-          sha256: sink.sha256,
-        };
-      case "refused":
-        return { ...base, status: "refused", detail: sink.detail ?? "refused" };
-      case "failed":
-        return { ...base, status: "failed", detail: sink.detail ?? "failed" };
-      default:
-        return {
-          ...base,
-          detail: `incomplete: ${sink.bytes} of ${part.size} bytes`,
-        };
     }
   }
 
@@ -2223,36 +1946,7 @@ export class Peer {
       ...(m.re !== undefined ? { re: m.re } : {}),
     });
     if (m.code !== "blob_refused" || typeof m.ref !== "string") return;
-    // The transfer stops: its chunks leave the outbox (the msg still goes).
-    await this.#store.dropBlob(d.peer, m.ref);
-    const detail = m.detail ?? "refused by the peer";
-    void this.#outBlobs.get(`${d.peer} ${m.ref}`)?.then(
-      (a) => a.send({ type: "REFUSED", detail }),
-      () => {},
-    );
-    const record = await this.#store.blob(d.peer, m.ref, "out");
-    // The refusal may come after the msg's ack (it is sent when the chunks
-    // are processed), so a transfer already marked complete is refused too.
-    if (!record || record.status === "refused") return;
-    await this.#store.putBlob({
-      ...record,
-      status: "refused",
-      updated: Date.now(),
-    });
-    await discardSpooled(record.path).catch(() => {});
-    this.#emit({
-      type: "blob",
-      peer: d.peer,
-      ts: timestamp(),
-      dir: "out",
-      ref: m.ref,
-      size: record.size,
-      status: "refused",
-      detail: m.detail ?? "refused by the peer",
-      ...(record.th !== undefined ? { th: record.th } : {}),
-      ...(record.name !== undefined ? { name: record.name } : {}),
-      ...(record.mime !== undefined ? { mime: record.mime } : {}),
-    });
+    await this.#blobs.refused(d.peer, m.ref, m.detail ?? "refused by the peer");
   }
 
   async #checkGrant(

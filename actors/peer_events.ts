@@ -24,8 +24,11 @@ export interface PeerEventBase {
 
 /** A received blob as the msg naming it resolved it. */
 export interface ReceivedBlob {
+  /** The blob's ref (the sender's name for it). */
   ref: string;
+  /** The file name the blob part gives. */
   name?: string;
+  /** The mime type the blob part gives. */
   mime?: string;
   /** Size from the blob part. */
   size: number;
@@ -41,31 +44,70 @@ export interface ReceivedBlob {
 
 /** A connection to `peer` is open (after its resume). */
 export interface ConnectedEvent extends PeerEventBase {
+  /** The event's kind. */
   type: "connected";
+  /** The remote's hello.name. */
   name?: string;
+  /** The remote's hello.about. */
+  about?: string;
+  /** The remote's hello.caps. */
+  caps: string[];
   /** We dialed it. */
   dialed: boolean;
+  /** The socket's remote address (`tcp:HOST:PORT` or `unix:PATH`). */
   remoteAddr: string;
+}
+
+/** A protocol line as a {@link LineEvent} carries it: a JSON object with `t`. */
+export interface LineMessage {
+  /** The message type. */
+  t: string;
+  /** The line's other fields, as on the wire. */
+  [field: string]: unknown;
+}
+
+/**
+ * A protocol line went out or came in after the handshake (only with
+ * `Peer.open({ lineEvents: true })`): every line but hello, auth and
+ * resume, exactly as on the wire (same id and ts), except that a chunk's
+ * `data` is removed.
+ */
+export interface LineEvent extends PeerEventBase {
+  /** The event's kind. */
+  type: "line";
+  /** `in`: received from `peer`; `out`: written to it. */
+  dir: "in" | "out";
+  /** The parsed line (a chunk without its data). */
+  message: LineMessage;
 }
 
 /** The open connection to `peer` closed. */
 export interface DisconnectedEvent extends PeerEventBase {
+  /** The event's kind. */
   type: "disconnected";
+  /** Why it closed (bye, timeout, error...). */
   reason: string;
 }
 
 /** A msg arrived (in thread order), its blobs resolved. */
 export interface PeerMessageEvent extends PeerEventBase {
+  /** The event's kind. */
   type: "message";
+  /** The msg's id. */
   id: string;
+  /** The thread it belongs to. */
   th: string;
+  /** The thread's subject, when the msg gives one. */
   subject?: string;
+  /** The id this msg answers. */
   re?: string;
   /** The text parts joined with newlines. */
   text: string;
+  /** Every part, as received. */
   parts: Part[];
   /** One entry per blob part, in order. */
   blobs: ReceivedBlob[];
+  /** The msg line as received. */
   message: Msg;
   /**
    * The coding-agent profile requests the msg carries (exec, fs:read,
@@ -84,10 +126,15 @@ export interface PeerMessageEvent extends PeerEventBase {
 
 /** The remote set its soft state of a thread. */
 export interface StateEvent extends PeerEventBase {
+  /** The event's kind. */
   type: "state";
+  /** The state line's id. */
   id: string;
+  /** The thread. */
   th: string;
+  /** The remote's state word (open, working, waiting, done, failed, closed...). */
   state: string;
+  /** The remote's note on it. */
   note?: string;
   /** The traffic-log position, as {@link PeerMessageEvent.seq}. */
   seq: number;
@@ -95,22 +142,29 @@ export interface StateEvent extends PeerEventBase {
 
 /** The remote acked one of our lines. */
 export interface AckedEvent extends PeerEventBase {
+  /** The event's kind. */
   type: "acked";
   /** The id of our line. */
   id: string;
+  /** The thread of the acked line. */
   th?: string;
 }
 
 /** A blob finished: received (dir in) or refused by the remote (dir out). */
 export interface BlobEvent extends PeerEventBase, ReceivedBlob {
+  /** The event's kind. */
   type: "blob";
+  /** `in`: we received it; `out`: ours, refused by the remote. */
   dir: "in" | "out";
+  /** The thread it came with. */
   th?: string;
 }
 
 /** The remote sent us a grant. */
 export interface GrantEvent extends PeerEventBase {
+  /** The event's kind. */
   type: "grant";
+  /** The grant as received. */
   grant: Grant;
   /** Signature, shape and expiry check, and `sub` is our key. */
   valid: boolean;
@@ -120,10 +174,13 @@ export interface GrantEvent extends PeerEventBase {
 
 /** The remote introduced another peer to us. */
 export interface IntroducedEvent extends PeerEventBase {
+  /** The event's kind. */
   type: "introduced";
   /** The introduced peer's key. */
   key: string;
+  /** The introduced peer's name. */
   name?: string;
+  /** Where the introduced peer can be reached. */
   address?: string;
   /** The grant that came with it, if any and valid. */
   grant?: Grant;
@@ -131,19 +188,25 @@ export interface IntroducedEvent extends PeerEventBase {
 
 /** Something went wrong: an `err` from the remote, or locally. */
 export interface PeerErrorEvent extends PeerEventBase {
+  /** The event's kind. */
   type: "error";
   /** A protocol error code (from the remote) or a local kind (dial, handler, blob). */
   code: string;
+  /** What went wrong, one line. */
   detail: string;
   /** True when the remote sent it. */
   remote: boolean;
+  /** The blob ref it concerns. */
   ref?: string;
+  /** The id of the line it answers. */
   re?: string;
 }
 
 /** The remote said bye. */
 export interface ByeEvent extends PeerEventBase {
+  /** The event's kind. */
   type: "bye";
+  /** The reason the remote gave. */
   reason?: string;
 }
 
@@ -152,6 +215,7 @@ export interface ByeEvent extends PeerEventBase {
  * change, for progress bars and the inspector.
  */
 export interface ProgressEvent extends PeerEventBase {
+  /** The event's kind. */
   type: "progress";
   /** The blob's ref. */
   ref: string;
@@ -165,13 +229,17 @@ export interface ProgressEvent extends PeerEventBase {
   rate: number;
   /** The transfer's state: queued, sending, awaitingAck, receiving, done, complete, refused or failed. */
   status: string;
+  /** The thread of the transfer. */
   th?: string;
+  /** The blob's file name. */
   name?: string;
 }
 
 /** A key authenticated and was admitted or refused (every decision). */
 export interface AdmissionEvent extends PeerEventBase {
+  /** The event's kind. */
   type: "admission";
+  /** True when admitted. */
   admitted: boolean;
   /** any, allowed, trusted, dialed, grant, or refused. */
   why: string;
@@ -183,14 +251,19 @@ export interface AdmissionEvent extends PeerEventBase {
 
 /** A profile request from `peer` was performed here (the serve log). */
 export interface ServedEvent extends PeerEventBase {
+  /** The event's kind. */
   type: "served";
   /** The request msg's id. */
   re: string;
+  /** The capability used (exec, fs:read, fs:write). */
   cap: string;
   /** The request data, abbreviated. */
   request: string;
+  /** True when it succeeded. */
   ok: boolean;
+  /** Why it failed. */
   error?: string;
+  /** How long it took, in ms. */
   duration_ms: number;
 }
 
@@ -199,16 +272,23 @@ export interface ServedEvent extends PeerEventBase {
  * updated, left, dropped (with `detail`), or published (our own).
  */
 export interface PresenceChangeEvent extends PeerEventBase {
+  /** The event's kind. */
   type: "presence";
+  /** What changed in the table. */
   kind: "joined" | "updated" | "left" | "dropped" | "published";
+  /** The agent's name from its document. */
   name?: string;
+  /** Why a document was dropped. */
   detail?: string;
 }
 
 /** A `mirror` line from sharer `peer` was handled (stored, withdrawn...). */
 export interface MirrorEvent extends PeerEventBase {
+  /** The event's kind. */
   type: "mirror";
+  /** The mirrored thread. */
   th: string;
+  /** What was done with the line (stored, withdrawn, refused...). */
   outcome: string;
 }
 
@@ -228,7 +308,8 @@ export type PeerEvent =
   | AdmissionEvent
   | ServedEvent
   | PresenceChangeEvent
-  | MirrorEvent;
+  | MirrorEvent
+  | LineEvent;
 
 /**
  * Builds a {@link ServedEvent} from the profile's serve record.

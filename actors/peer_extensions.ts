@@ -31,18 +31,25 @@ import type { PresencePeer, PresenceThread } from "../wire/types.ts";
 
 /** What a presence document says beyond what the Peer knows itself. */
 export interface PresenceInfo {
+  /** Our software's version. */
   version?: string;
+  /** The agent harness running this peer. */
   harness?: string;
+  /** The model behind the agent. */
   model?: string;
+  /** The host it runs on. */
   host?: string;
 }
 
 /** Options of {@link PeerExtensions}. */
 export interface PeerExtensionsOptions {
+  /** Our identity: signs our presence documents. */
   signer: Signer;
+  /** Where presence, mirrors and the share list are kept. */
   store: Store;
-  /** Our name and about, as in hello. */
+  /** Our name, as in hello. */
   name?: string;
+  /** Our about line, as in hello. */
   about?: string;
   /** Publish our presence document (opt-in). */
   presence?: boolean;

@@ -50,7 +50,9 @@ export interface PresenceLink {
 
 /** One stored document. */
 export interface PresenceRecord {
+  /** The key that signed the document. */
   origin: string;
+  /** The document's seq (a newer one replaces it). */
   seq: number;
   /** The document's `ts`, ms. */
   time: number;
@@ -60,6 +62,7 @@ export interface PresenceRecord {
   via: string;
   /** When it arrived, ms. */
   received: number;
+  /** The document, parsed. */
   doc: Presence;
   /** The document exactly as received. */
   text: string;

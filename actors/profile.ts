@@ -133,11 +133,15 @@ export interface ServeRecord {
   peer?: string;
   /** The request msg id. */
   re: string;
+  /** The capability the request used. */
   cap: ProfileCap;
   /** The request data, abbreviated to 200 characters of JSON. */
   request: string;
+  /** True when it succeeded. */
   ok: boolean;
+  /** Why it failed. */
   error?: string;
+  /** How long it took, in ms. */
   duration_ms: number;
 }
 

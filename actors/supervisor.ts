@@ -58,10 +58,17 @@ import type { Grant, Message } from "../wire/types.ts";
 export interface Delivery {
   /** The remote peer's key. */
   peer: string;
+  /** The parsed, schema-valid line. */
   message: Message;
   /** The line exactly as received. */
   raw: string;
+  /** The connection it came on (to answer on). */
   connection: Connection;
+  /**
+   * The traffic-log position the line was committed under (committed
+   * content lines, when the store reports one; absent for control lines).
+   */
+  seq?: number;
 }
 
 /** Handles delivered lines; may be async (awaited in order per connection). */
@@ -78,10 +85,15 @@ export interface Routes {
   thread?(peer: string, th: string): DeliveryHandler | undefined;
   /** chunk, by `ref`. */
   blob?(peer: string, ref: string): DeliveryHandler | undefined;
+  /** grant lines. */
   grant?: DeliveryHandler;
+  /** introduce lines. */
   introduce?: DeliveryHandler;
+  /** presence lines (extension). */
   presence?: DeliveryHandler;
+  /** mirror lines (extension). */
   mirror?: DeliveryHandler;
+  /** private lines (extension). */
   private?: DeliveryHandler;
   /** err lines from the peer. */
   err?: DeliveryHandler;
@@ -96,6 +108,10 @@ export type SupervisorEvent =
     type: "connected";
     peer: string;
     name?: string;
+    /** The remote's hello.about. */
+    about?: string;
+    /** The remote's hello.caps. */
+    caps: string[];
     dialed: boolean;
     remoteAddr: string;
   }
@@ -131,10 +147,15 @@ export interface ActorInspection {
 
 /** Options of {@link Supervisor}. */
 export interface SupervisorOptions {
+  /** Our identity: signs each connection's auth. */
   signer: Signer;
+  /** Seen ids, outbox, traffic log and peer records. */
   store: Store;
+  /** Our name in hello. */
   name?: string;
+  /** Our about line in hello. */
   about?: string;
+  /** Our caps in hello. */
   caps?: string[];
   /** Our reachable address for hello.addr; defaults to the first listener's. */
   addr?: string;
@@ -142,7 +163,9 @@ export interface SupervisorOptions {
   grants?: Grant[] | ((remote: RemoteHello) => Grant[] | Promise<Grant[]>);
   /** Extension: keys of hosts we mirror to (hello.shares), read per connection. */
   shares?: () => string[];
+  /** Connection timeouts in ms. */
   timeouts?: Partial<ConnectionTimeouts>;
+  /** Reconnect backoff timing (and its random source, for tests). */
   dialer?: { timing?: Partial<DialerTiming>; random?: () => number };
   /** Allow plaintext TCP with public addresses (see actors/transport.ts). */
   allowPublic?: boolean;
@@ -151,6 +174,7 @@ export interface SupervisorOptions {
     remote: RemoteHello,
     context: { dialed: boolean },
   ): string | undefined | Promise<string | undefined>;
+  /** Where delivered lines go. */
   routes?: Routes;
   /**
    * Overrides "is this peer still wanted?" (keep dialing). Default: it has
@@ -161,6 +185,7 @@ export interface SupervisorOptions {
   simultaneousWindowMs?: number;
   /** Outbox retention, for "open thread" (7 days). */
   retentionMs?: number;
+  /** Everything the supervisor reports. */
   onEvent?(event: SupervisorEvent): void;
   /** Every line in and out, for a log or an inspector. */
   onLine?(peer: string | undefined, dir: "in" | "out", raw: string): void;
@@ -170,6 +195,11 @@ export interface SupervisorOptions {
     conn: Connection,
     lines: ReceivedLine[],
   ): Promise<void>;
+  /**
+   * The fresh content lines just committed (each with its log `seq`),
+   * called synchronously before any of them is routed.
+   */
+  afterCommit?(peer: string, lines: ReceivedLine[]): void;
   /** An ack of ours arrived (after the store dropped the entry). */
   onAck?(peer: string, ack: { re: string; th?: string }): void;
   /** The peer said bye. */
@@ -186,6 +216,7 @@ export interface SupervisorCounts {
   connections: number;
   /** Peers with an active (authenticated) connection. */
   active: number;
+  /** Listeners open. */
   listeners: number;
   /** Child failures survived (actor errors, throwing handlers). */
   failures: number;
@@ -304,11 +335,14 @@ export class Supervisor {
   #dialers = new Map<string, Dialer>();
   #listeners = new Set<Listener>();
   #wanted = new Map<string, boolean>();
+  /** Peers we said bye to: not redialed until something new goes to them. */
+  #quiet = new Set<string>();
   #threadHandlers = new Map<string, DeliveryHandler>();
   #blobHandlers = new Map<string, DeliveryHandler>();
   #stopping = false;
   #started = false;
 
+  /** Sets the supervisor up; nothing runs until {@link start} or {@link listen}. */
   constructor(options: SupervisorOptions) {
     this.#o = options;
     this.key = options.signer.key;
@@ -420,6 +454,7 @@ export class Supervisor {
         }
       }
     }
+    this.#quiet.delete(peer);
     this.#wanted.set(peer, true);
     if (this.#active.has(peer)) dialer.connected();
     else dialer.wake();
@@ -433,11 +468,38 @@ export class Supervisor {
    */
   async send(peer: string, drafts: OutboxDraft[]): Promise<OutboxEntry[]> {
     const entries = await this.#o.store.enqueue(peer, drafts);
+    this.#quiet.delete(peer);
     this.#wanted.set(peer, true);
     const active = this.#active.get(peer);
     if (active) active.conn.sendEntries(entries);
     else this.#dialers.get(peer)?.wake();
     return entries;
+  }
+
+  /**
+   * Says bye to `peer` (waiting for its connection to close, if one is
+   * open) and stops redialing it until something new is sent to it
+   * ({@link send}, {@link reach} or {@link resumeDialing}), as the
+   * reference does after `awp bye`.
+   */
+  async bye(peer: string, reason?: string): Promise<void> {
+    this.#quiet.add(peer);
+    const conn = this.#active.get(peer)?.conn;
+    if (conn) await conn.bye(reason);
+  }
+
+  /** True while `peer` is not redialed after {@link bye}. */
+  quiet(peer: string): boolean {
+    return this.#quiet.has(peer);
+  }
+
+  /**
+   * Lifts {@link bye}'s hold: `peer` is dialed again when wanted (for lines
+   * queued without {@link send}), and its dialer is woken.
+   */
+  resumeDialing(peer: string): void {
+    this.#quiet.delete(peer);
+    this.#dialers.get(peer)?.wake();
   }
 
   /** Forgets a cached thread handler (e.g. when the thread ends). */
@@ -527,7 +589,8 @@ export class Supervisor {
       dialBack,
       timing: this.#o.dialer?.timing,
       random: this.#o.dialer?.random,
-      shouldConnect: () => !this.#stopping && this.#isWanted(peer),
+      shouldConnect: () =>
+        !this.#stopping && !this.#quiet.has(peer) && this.#isWanted(peer),
       connect: async (address, signal, attempt) => {
         try {
           await this.connect(address, { signal, expect: peer });
@@ -603,7 +666,10 @@ export class Supervisor {
         }
         : {}),
       onDeliver: (c, lines) => {
-        for (const line of lines) this.#route(c, line.message, line.raw);
+        if (c.remote) this.#o.afterCommit?.(c.remote.key, lines);
+        for (const line of lines) {
+          this.#route(c, line.message, line.raw, line.seq);
+        }
       },
       onControl: (c, line) => this.#route(c, line.message, line.raw),
       onLine: this.#o.onLine
@@ -691,6 +757,8 @@ export class Supervisor {
       type: "connected",
       peer,
       name: remote.name,
+      ...(remote.about !== undefined ? { about: remote.about } : {}),
+      caps: [...remote.caps],
       dialed: conn.dialed,
       remoteAddr,
     });
@@ -752,7 +820,12 @@ export class Supervisor {
   }
 
   /** Routes one line to the handler that owns it; failures are contained. */
-  #route(conn: Connection, message: Message, raw: string): void {
+  #route(
+    conn: Connection,
+    message: Message,
+    raw: string,
+    seq?: number,
+  ): void {
     const peer = conn.remote?.key;
     if (!peer) return;
     const routes = this.#o.routes ?? {};
@@ -764,7 +837,13 @@ export class Supervisor {
       return;
     }
     if (!handler) return;
-    const delivery: Delivery = { peer, message, raw, connection: conn };
+    const delivery: Delivery = {
+      peer,
+      message,
+      raw,
+      connection: conn,
+      ...(seq !== undefined ? { seq } : {}),
+    };
     const chain = this.#chains.get(conn) ?? Promise.resolve();
     // In order per connection, even when handlers are async.
     const next = chain.then(() => handler(delivery)).catch((error) =>

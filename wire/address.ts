@@ -19,6 +19,8 @@ export class AddressError extends Error {
   /** The text that failed to parse. */
   readonly input: string;
   /**
+   * The error for `input`, saying why it is not an address.
+   *
    * @example
    * ```ts
    * import { AddressError } from "./address.ts";

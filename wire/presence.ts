@@ -43,7 +43,9 @@ export type PresenceDescription = Omit<
 
 /** A signed document and its wire text (canonical JSON). */
 export interface SignedPresence {
+  /** The signed document. */
   doc: Presence;
+  /** Its wire text: canonical JSON, as signed. */
   text: string;
 }
 

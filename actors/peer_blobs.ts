@@ -1,0 +1,435 @@
+/**
+ * The blob side of a {@link Peer}: one actor per transfer (incoming and
+ * outgoing), the sinks that write received chunks to disk, and how a msg's
+ * blob parts resolve to files.
+ *
+ * @module
+ */
+
+import { type Actor, createActor } from "xstate";
+import type { Connection } from "./connection.ts";
+import type { ActorInspection } from "./supervisor.ts";
+import {
+  type BlobProgress,
+  chunkSentEvent,
+  type IncomingBlobMachine,
+  incomingBlobMachine,
+  type OutgoingBlobMachine,
+  outgoingBlobMachine,
+  sinkEvent,
+} from "./blob_machine.ts";
+import type { PeerEvent, ReceivedBlob } from "./peer_events.ts";
+import type { OutboxEntry, Store } from "../storage/store.ts";
+import { BlobSink } from "../storage/blob_sink.ts";
+import { discardSpooled } from "../storage/spool.ts";
+import { KEY_PREFIX } from "../wire/keys.ts";
+import { timestamp } from "../wire/time.ts";
+import type { BlobPart, Chunk } from "../wire/types.ts";
+
+type OutBlobActor = Actor<OutgoingBlobMachine>;
+type InBlobActor = Actor<IncomingBlobMachine>;
+
+/** A directory name for a peer's received blobs (refs are chosen by it). */
+function peerDir(key: string): string {
+  return key.startsWith(KEY_PREFIX) ? key.slice(KEY_PREFIX.length) : key;
+}
+
+/** What {@link PeerBlobs} needs from its Peer. */
+export interface PeerBlobsOptions {
+  /** Blob records are kept here. */
+  store: Store;
+  /** Received files go under `${blobsDir}/<peer>/`. */
+  blobsDir: string;
+  /** Largest blob accepted, in bytes. */
+  maxBlobBytes: number;
+  /** Shows the transfer actors, when given. */
+  inspect?: ActorInspection;
+  /** The inspector parent of a peer's transfers (its connection). */
+  parentId(peer: string): string;
+  /** Reports a Peer event (progress, blob). */
+  emit(event: PeerEvent): void;
+  /** Reports a local error event. */
+  localError(peer: string, code: string, detail: string, ref?: string): void;
+  /** True once the Peer is closing. */
+  closing(): boolean;
+}
+
+/**
+ * The transfers of one Peer, by `${peer} ${ref}` and direction.
+ *
+ * @example
+ * ```ts ignore
+ * const blobs = new PeerBlobs({ store, blobsDir, maxBlobBytes, parentId, emit, localError, closing });
+ * await blobs.takeChunk(peer, conn, chunk); // before the chunk commits
+ * const got = await blobs.resolve(peer, blobPart, conn); // when its msg arrives
+ * ```
+ */
+export class PeerBlobs {
+  #o: PeerBlobsOptions;
+  #store: Store;
+  #maxBlob: number;
+  #blobsDir: string;
+  #sinks = new Map<string, Promise<BlobSink>>();
+  /** Transfer actors by `${peer} ${ref}`, one Map per direction. */
+  #outBlobs = new Map<string, Promise<OutBlobActor>>();
+  #inBlobs = new Map<string, Promise<InBlobActor>>();
+
+  /** Sets up the (empty) transfer tables. */
+  constructor(options: PeerBlobsOptions) {
+    this.#o = options;
+    this.#store = options.store;
+    this.#maxBlob = options.maxBlobBytes;
+    this.#blobsDir = options.blobsDir;
+  }
+
+  get #closing(): boolean {
+    return this.#o.closing();
+  }
+
+  #emit(event: PeerEvent): void {
+    this.#o.emit(event);
+  }
+
+  #localError(peer: string, code: string, detail: string, ref?: string): void {
+    this.#o.localError(peer, code, detail, ref);
+  }
+
+  #parentId(peer: string): string {
+    return this.#o.parentId(peer);
+  }
+
+  #actorOptions(): { inspect?: ActorInspection["observer"] } {
+    return this.#o.inspect ? { inspect: this.#o.inspect.observer } : {};
+  }
+
+  /** The connection to `peer` closed: its transfers pause. */
+  disconnected(peer: string): void {
+    for (const blobs of [this.#outBlobs, this.#inBlobs]) {
+      for (const [id, p] of blobs) {
+        if (!id.startsWith(`${peer} `)) continue;
+        void p.then((a) => a.send({ type: "DISCONNECTED" }), () => {});
+      }
+    }
+  }
+
+  /** The msg carrying `refs` to `peer` was acked: those transfers are done. */
+  acked(peer: string, refs: string[]): void {
+    for (const ref of refs) {
+      void this.#outBlobs.get(`${peer} ${ref}`)?.then(
+        (a) => a.send({ type: "ACKED" }),
+        () => {},
+      );
+    }
+  }
+
+  /**
+   * `peer` refused our blob `ref` (err blob_refused): its chunks leave the
+   * outbox, the record is marked refused and a `blob` event (dir out) goes out.
+   */
+  async refused(peer: string, ref: string, detail: string): Promise<void> {
+    // The transfer stops: its chunks leave the outbox (the msg still goes).
+    await this.#store.dropBlob(peer, ref);
+    void this.#outBlobs.get(`${peer} ${ref}`)?.then(
+      (a) => a.send({ type: "REFUSED", detail }),
+      () => {},
+    );
+    const record = await this.#store.blob(peer, ref, "out");
+    // The refusal may come after the msg's ack (it is sent when the chunks
+    // are processed), so a transfer already marked complete is refused too.
+    if (!record || record.status === "refused") return;
+    await this.#store.putBlob({
+      ...record,
+      status: "refused",
+      updated: Date.now(),
+    });
+    await discardSpooled(record.path).catch(() => {});
+    this.#emit({
+      type: "blob",
+      peer,
+      ts: timestamp(),
+      dir: "out",
+      ref,
+      size: record.size,
+      status: "refused",
+      detail,
+      ...(record.th !== undefined ? { th: record.th } : {}),
+      ...(record.name !== undefined ? { name: record.name } : {}),
+      ...(record.mime !== undefined ? { mime: record.mime } : {}),
+    });
+  }
+
+  /** Stops every transfer actor. */
+  async stop(): Promise<void> {
+    for (const actors of [this.#outBlobs, this.#inBlobs]) {
+      for (const p of actors.values()) (await p.catch(() => undefined))?.stop();
+      actors.clear();
+    }
+  }
+
+  /** Starts a transfer actor: progress becomes a Peer event, done leaves the Map. */
+  #startBlob<A extends OutBlobActor | InBlobActor>(
+    blobs: Map<string, Promise<A>>,
+    id: string,
+    actor: A,
+    peer: string,
+    label: string,
+  ): A {
+    this.#o.inspect?.register(actor, {
+      kind: "blob",
+      label,
+      parentId: this.#parentId(peer),
+    });
+    actor.on("progress", (p: BlobProgress) =>
+      this.#emit({
+        type: "progress",
+        peer: p.peer,
+        ts: timestamp(),
+        ref: p.ref,
+        dir: p.dir,
+        bytes: p.bytes,
+        total: p.total,
+        rate: p.rate,
+        status: p.status,
+        ...(p.th !== undefined ? { th: p.th } : {}),
+        ...(p.name !== undefined ? { name: p.name } : {}),
+      }));
+    (actor as OutBlobActor).subscribe({
+      next: (snapshot) => {
+        if (snapshot.status === "done") blobs.delete(id);
+      },
+      error: () => blobs.delete(id),
+    });
+    actor.start();
+    return actor;
+  }
+
+  /** The actor of our blob `ref` to `peer`, started on first use. */
+  outgoing(
+    peer: string,
+    ref: string,
+    input: { th?: string; name?: string; size: number },
+  ): Promise<OutBlobActor> {
+    const id = `${peer} ${ref}`;
+    let actor = this.#outBlobs.get(id);
+    if (actor) return actor;
+    const a = createActor(outgoingBlobMachine, {
+      input: { peer, ref, ...input },
+      ...this.#actorOptions(),
+    });
+    actor = Promise.resolve(
+      this.#startBlob(this.#outBlobs, id, a, peer, `out ${input.name ?? ref}`),
+    );
+    this.#outBlobs.set(id, actor);
+    return actor;
+  }
+
+  #incomingBlob(
+    peer: string,
+    ref: string,
+    sink: BlobSink,
+  ): Promise<InBlobActor> {
+    const id = `${peer} ${ref}`;
+    let actor = this.#inBlobs.get(id);
+    if (actor) return actor;
+    const record = sink.record;
+    const a = createActor(incomingBlobMachine, {
+      input: {
+        peer,
+        ref,
+        ...(record.th !== undefined ? { th: record.th } : {}),
+        ...(record.name !== undefined ? { name: record.name } : {}),
+        total: sink.size,
+        bytes: sink.bytes,
+      },
+      ...this.#actorOptions(),
+    });
+    actor = Promise.resolve(
+      this.#startBlob(this.#inBlobs, id, a, peer, `in ${record.name ?? ref}`),
+    );
+    this.#inBlobs.set(id, actor);
+    return actor;
+  }
+
+  /** A chunk line was written: its transfer (resumed from its record) moves. */
+  async chunkSent(peer: string, entry: OutboxEntry): Promise<void> {
+    const event = chunkSentEvent(entry);
+    const ref = entry.fields.ref;
+    if (!event || typeof ref !== "string" || this.#closing) return;
+    let actor = this.#outBlobs.get(`${peer} ${ref}`);
+    if (!actor) {
+      const record = await this.#store.blob(peer, ref, "out");
+      if (!record || record.status !== "active") return;
+      actor = this.outgoing(peer, ref, {
+        size: record.size,
+        ...(record.th !== undefined ? { th: record.th } : {}),
+        ...(record.name !== undefined ? { name: record.name } : {}),
+      });
+    }
+    (await actor).send(event);
+  }
+
+  /** A replayed msg's blob: as stored, or finished now if it can be. */
+  async replay(peer: string, part: BlobPart): Promise<ReceivedBlob> {
+    const record = await this.#store.blob(peer, part.ref, "in");
+    const base: ReceivedBlob = {
+      ref: part.ref,
+      size: part.size,
+      status: "missing",
+      ...(part.name !== undefined ? { name: part.name } : {}),
+      ...(part.mime !== undefined ? { mime: part.mime } : {}),
+    };
+    switch (record?.status) {
+      case "complete":
+        return {
+          ...base,
+          status: "complete",
+          path: record.path,
+          ...(record.sha256 !== undefined ? { sha256: record.sha256 } : {}),
+        };
+      case "refused":
+        return { ...base, status: "refused", detail: "refused" };
+      case "failed":
+        return { ...base, status: "failed", detail: "failed" };
+      default:
+        // Killed between the msg's commit and its blob's completion.
+        return await this.resolve(peer, part);
+    }
+  }
+
+  /** The sink of an incoming blob, made (or resumed from its record) once. */
+  #sinkFor(peer: string, ref: string, th?: string): Promise<BlobSink> {
+    const id = `${peer} ${ref}`;
+    let sink = this.#sinks.get(id);
+    if (sink) return sink;
+    sink = (async () => {
+      const record = await this.#store.blob(peer, ref, "in");
+      // A record picks up a transfer cut by a reconnect or a restart.
+      return record
+        ? await BlobSink.resume(record, { maxBytes: this.#maxBlob })
+        : await BlobSink.open({
+          peer,
+          ref,
+          dir: `${this.#blobsDir}/${peerDir(peer)}`,
+          th,
+          maxBytes: this.#maxBlob,
+        });
+    })();
+    this.#sinks.set(id, sink);
+    sink.catch(() => this.#sinks.delete(id));
+    return sink;
+  }
+
+  /**
+   * Writes a received chunk to its sink (synced) and persists the record;
+   * a refusal is answered on `conn` with err blob_refused, once.
+   */
+  async takeChunk(peer: string, conn: Connection, m: Chunk): Promise<void> {
+    const sink = await this.#sinkFor(peer, m.ref, m.th);
+    const result = await sink.write(m);
+    if (
+      result.kind === "error" &&
+      (result.code === "out_of_order" || result.code === "after_complete")
+    ) {
+      // The sink has it already: a replay of a chunk written before a crash
+      // (or a reconnect) but not committed as seen. A duplicate, not an error.
+      return;
+    }
+    await this.#store.putBlob(sink.record);
+    const event = sinkEvent(result);
+    const actor = this.#incomingBlob(peer, m.ref, sink);
+    if (event) void actor.then((a) => a.send(event), () => {});
+    if (result.kind === "refused") {
+      if (!result.repeat) {
+        conn.sendLine({
+          t: "err",
+          code: "blob_refused",
+          detail: result.detail,
+          ref: m.ref,
+        });
+      }
+    } else if (result.kind === "error") {
+      this.#localError(peer, "blob", result.detail, m.ref);
+    }
+  }
+
+  /** Finishes the blob a msg names; `conn` (live) hears a refusal. */
+  async resolve(
+    peer: string,
+    part: BlobPart,
+    conn?: Connection,
+  ): Promise<ReceivedBlob> {
+    const base: ReceivedBlob = {
+      ref: part.ref,
+      size: part.size,
+      status: "missing",
+      ...(part.name !== undefined ? { name: part.name } : {}),
+      ...(part.mime !== undefined ? { mime: part.mime } : {}),
+    };
+    const id = `${peer} ${part.ref}`;
+    let sink = await this.#sinks.get(id)?.catch(() => undefined);
+    if (!sink) {
+      const record = await this.#store.blob(peer, part.ref, "in");
+      if (!record) {
+        if (part.size > this.#maxBlob) {
+          // No chunk came (sender skipped them?): still say no.
+          conn?.sendLine({
+            t: "err",
+            code: "blob_refused",
+            detail:
+              `blob ${part.ref} is ${part.size} bytes, over the ${this.#maxBlob} byte limit`,
+            ref: part.ref,
+          });
+          return { ...base, status: "refused", detail: "over the blob limit" };
+        }
+        return { ...base, detail: "no chunks received" };
+      }
+      sink = await this.#sinkFor(peer, part.ref, record.th);
+    }
+    const actor = this.#inBlobs.get(`${peer} ${part.ref}`);
+    void actor?.then((a) => {
+      if (part.name !== undefined) {
+        this.#o.inspect?.register(a, { label: `in ${part.name}` });
+      }
+      a.send({
+        type: "DESCRIBED",
+        total: part.size,
+        ...(part.name !== undefined ? { name: part.name } : {}),
+      });
+    }, () => {});
+    const result = await sink.expect({
+      size: part.size,
+      name: part.name,
+      mime: part.mime,
+    });
+    await this.#store.putBlob(sink.record);
+    const event = result ? sinkEvent(result) : undefined;
+    if (event) void actor?.then((a) => a.send(event), () => {});
+    if (result?.kind === "refused" && !result.repeat) {
+      conn?.sendLine({
+        t: "err",
+        code: "blob_refused",
+        detail: result.detail,
+        ref: part.ref,
+      });
+    }
+    if (sink.status !== "active") this.#sinks.delete(id);
+    switch (sink.status) {
+      case "complete":
+        return {
+          ...base,
+          status: "complete",
+          path: sink.path,
+          sha256: sink.sha256,
+        };
+      case "refused":
+        return { ...base, status: "refused", detail: sink.detail ?? "refused" };
+      case "failed":
+        return { ...base, status: "failed", detail: sink.detail ?? "failed" };
+      default:
+        return {
+          ...base,
+          detail: `incomplete: ${sink.bytes} of ${part.size} bytes`,
+        };
+    }
+  }
+}
