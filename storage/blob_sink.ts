@@ -286,9 +286,44 @@ export class BlobSink {
         left -= n;
       }
     } catch (error) {
+      if (
+        error instanceof Deno.errors.NotFound && await sink.#renamedBefore()
+      ) {
+        return sink;
+      }
       sink.#fail(`cannot reopen ${sink.#temp}: ${oneLine(error)}`);
     }
     return sink;
+  }
+
+  /**
+   * A process killed between the last chunk's rename and the caller storing
+   * the record leaves no temp file but a complete final one: take it as
+   * complete (its last chunk, replayed, then counts as a duplicate).
+   */
+  async #renamedBefore(): Promise<boolean> {
+    let info: Deno.FileInfo;
+    try {
+      info = await Deno.stat(this.#final);
+    } catch {
+      return false;
+    }
+    if (!info.isFile || info.size < this.#bytes) return false;
+    if (this.#size >= 0 && info.size !== this.#size) return false;
+    const hash = createHash("sha256");
+    using file = await Deno.open(this.#final, { read: true });
+    const buffer = new Uint8Array(READ_BUFFER);
+    for (;;) {
+      const n = await file.read(buffer);
+      if (n === null) break;
+      hash.update(buffer.subarray(0, n));
+    }
+    this.#sha256 = hash.digest("hex");
+    this.#bytes = info.size;
+    this.#next += 1;
+    this.#status = "complete";
+    this.#refusalReported = true;
+    return true;
   }
 
   /** The blob's ref. */

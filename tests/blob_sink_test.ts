@@ -283,6 +283,29 @@ Deno.test("resume continues a partial temp file at the recorded chunk and byte c
   });
 });
 
+Deno.test("resume after a kill between the last rename and storing the record finds the blob complete", async () => {
+  await withTempDir(async (dir) => {
+    const content = randomBytes(20_000);
+    const chunks = chunksOf("k", content, 8192);
+    const sink = await BlobSink.open({ peer: PEER, ref: "k", dir });
+    for (const c of chunks.slice(0, -1)) await sink.write(c);
+    // What the caller stored before the last chunk; then it died after the
+    // sink renamed the finished file.
+    const stored = JSON.parse(JSON.stringify(sink.record));
+    const last = await sink.write(chunks.at(-1)!);
+    assert.equal(last.kind, "complete");
+
+    const resumed = await BlobSink.resume(stored);
+    assert.equal(resumed.status, "complete");
+    assert.equal(resumed.sha256, sha256(content));
+    assert.equal(resumed.bytes, content.length);
+    // The replayed last chunk is already there: a duplicate, not a failure.
+    const replayed = await resumed.write(chunks.at(-1)!);
+    assert.equal(replayed.kind === "error" && replayed.code, "after_complete");
+    assert.deepEqual(await Deno.readFile(`${dir}/k`), content);
+  });
+});
+
 Deno.test("resume of a lost or truncated temp file comes back failed", async () => {
   await withTempDir(async (dir) => {
     const sink = await BlobSink.open({ peer: PEER, ref: "r", dir });
