@@ -95,6 +95,14 @@ export interface PeerOptions {
   home?: string;
   /** Ephemeral: in-memory store, spool and blobs in a temp dir removed on close. */
   memory?: boolean;
+  /**
+   * A remote Deno KV (KV Connect URL, token in `DENO_KV_ACCESS_TOKEN`) to
+   * hold the state instead of `${home}/awp.kv`; spool and blobs stay in
+   * `home`.
+   */
+  url?: string;
+  /** Most traffic-log entries the store keeps (default 100,000). */
+  maxLogEntries?: number;
   /** Our name in hello. */
   name?: string;
   /** Our about line in hello. */
@@ -567,9 +575,16 @@ export class Peer {
       }
     }
     checkTrustOptions(options);
-    const store = await openStore(
-      options.memory ? { memory: true } : { home: options.home },
-    );
+    const store = await openStore({
+      ...(options.memory
+        ? { memory: true }
+        : options.url !== undefined
+        ? { url: options.url }
+        : { home: options.home }),
+      ...(options.maxLogEntries !== undefined
+        ? { maxLogEntries: options.maxLogEntries }
+        : {}),
+    });
     try {
       const seed = await store.identity(() =>
         crypto.getRandomValues(new Uint8Array(32))

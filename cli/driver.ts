@@ -29,6 +29,15 @@ import { kvAvailable, reexecWithKv } from "./self_command.ts";
  * console.log(DRIVER_USAGE.startsWith("usage: awp driver")); // true
  * ```
  */
+/** Received lines that `recv` does not repeat (see `#onEvent`). */
+const LINE_RECV_SKIP: ReadonlySet<string> = new Set([
+  "msg",
+  "state",
+  "ack",
+  "ping",
+  "pong",
+]);
+
 export const DRIVER_USAGE =
   `usage: awp driver --state DIR [--name N] [--ping-interval S] [--max-blob B] [--trust KEY] [--about T] [--store URL] [-v] listen ADDR | connect ADDR
 
@@ -192,6 +201,8 @@ class Driver {
     try {
       this.#peer = await openPeer({
         home: this.#o.home,
+        // recv reports every line, chunks and grants included.
+        lineEvents: true,
         ...(this.#o.name !== undefined ? { name: this.#o.name } : {}),
         ...(this.#o.about !== undefined ? { about: this.#o.about } : {}),
         ...(this.#o.trust.length ? { trust: this.#o.trust } : {}),
@@ -401,19 +412,13 @@ class Driver {
   async #onEvent(ev: PeerEvent): Promise<void> {
     switch (ev.type) {
       case "connected": {
-        // The accepting side writes the peer record just after this event.
-        let rec = await this.#peer.store.peer(ev.peer);
-        for (let i = 0; i < 20 && !rec?.caps; i++) {
-          await new Promise((r) => setTimeout(r, 25));
-          rec = await this.#peer.store.peer(ev.peer);
-        }
         this.#current = ev.peer;
         this.#emit({
           event: "connected",
           key: ev.peer,
-          name: ev.name ?? rec?.name ?? null,
-          caps: rec?.caps ?? [],
-          about: rec?.about ?? null,
+          name: ev.name ?? null,
+          caps: ev.caps,
+          about: ev.about ?? null,
         });
         for (const cmd of this.#pending.splice(0)) this.#enqueue(cmd);
         return;
@@ -427,31 +432,12 @@ class Driver {
       case "state":
         this.#emit({ event: "recv", msg: await this.#stateLine(ev) });
         return;
-      case "grant":
-        this.#emit({ event: "recv", msg: { t: "grant", grant: ev.grant } });
-        return;
-      case "introduced":
-        this.#emit({
-          event: "recv",
-          msg: {
-            t: "introduce",
-            peer: {
-              key: ev.key,
-              ...(ev.name !== undefined ? { name: ev.name } : {}),
-              ...(ev.address !== undefined ? { address: ev.address } : {}),
-            },
-            ...(ev.grant ? { grant: ev.grant } : {}),
-          },
-        });
-        return;
-      case "bye":
-        this.#emit({
-          event: "recv",
-          msg: {
-            t: "bye",
-            ...(ev.reason !== undefined ? { reason: ev.reason } : {}),
-          },
-        });
+      case "line":
+        // msg and state are reported once durable (above); acks have their
+        // own event; ping and pong are the connection's business.
+        if (ev.dir === "in" && !LINE_RECV_SKIP.has(ev.message.t)) {
+          this.#emit({ event: "recv", msg: ev.message });
+        }
         return;
       case "acked":
         this.#emit({ event: "acked", id: ev.id });
@@ -472,18 +458,8 @@ class Driver {
         }
         return;
       case "error":
-        if (ev.remote) {
-          this.#emit({
-            event: "recv",
-            msg: {
-              t: "err",
-              code: ev.code,
-              ...(ev.detail ? { detail: ev.detail } : {}),
-              ...(ev.ref !== undefined ? { ref: ev.ref } : {}),
-              ...(ev.re !== undefined ? { re: ev.re } : {}),
-            },
-          });
-        } else this.#error(`${ev.code}: ${ev.detail}`);
+        // A remote err arrives as a line (recv above).
+        if (!ev.remote) this.#error(`${ev.code}: ${ev.detail}`);
         return;
     }
   }

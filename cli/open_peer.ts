@@ -41,11 +41,11 @@ export async function openPeer(
   } finally {
     probe.close();
   }
-  const peer = await Peer.open({ ...options, url } as PeerOptions);
+  const peer = await Peer.open({ ...options, url });
   if (await peer.store.getMeta<string>(MARKER_META) !== marker) {
     await peer.close();
     throw new Error(
-      "--store: this Peer cannot keep its state in a remote store yet (Peer.open has no url option)",
+      "--store: the peer did not keep its state in the store at that URL",
     );
   }
   return peer;

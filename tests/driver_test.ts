@@ -231,6 +231,16 @@ Deno.test("driver: two drivers talk: queued commands, send, state, blob, grant, 
         .ref,
       blob.ref,
     );
+    // Every received line is a recv; chunks come without their data.
+    const chunks = a.events.filter((e) =>
+      e.event === "recv" && (e.msg as { t: string }).t === "chunk"
+    ).map((e) => e.msg as Record<string, unknown>);
+    assert.equal(chunks.length, 2, "300,001 bytes are two 256 KiB chunks");
+    assert.deepEqual(chunks.map((c) => [c.ref, c.n, c.last]), [
+      [blob.ref, 0, false],
+      [blob.ref, 1, true],
+    ]);
+    assert.ok(chunks.every((c) => !("data" in c) && typeof c.id === "string"));
 
     // grant
     await b.send({ cmd: "grant", sub: idA.key, caps: ["fs:read"], ttl: 3600 });
@@ -242,6 +252,9 @@ Deno.test("driver: two drivers talk: queued commands, send, state, blob, grant, 
     assert.equal(grant.iss, idB.key);
     assert.equal(grant.sub, idA.key);
     assert.deepEqual(grant.caps, ["fs:read"]);
+    const grantLine = g.msg as { id?: string; ts?: string };
+    assert.equal(typeof grantLine.id, "string", "the grant line as sent");
+    assert.equal(typeof grantLine.ts, "string");
 
     // Closing stdin does not stop the driver: it still receives.
     await a.closeStdin();
