@@ -81,7 +81,7 @@ export const inspectionWorkload: Workload = {
     return {
       samples,
       notes: [
-        "Peer has no inspect option: measured on a bare Connection (client side inspected) against a listening driver",
+        "measured on a bare Connection (client side inspected, as Peer.open({ inspect }) does for each actor) against a listening driver",
       ],
     };
   },
