@@ -5,6 +5,8 @@
  * @module
  */
 
+import type { ProgressEvent } from "../actors/peer_events.ts";
+
 /** One known peer as `peers` and `status` list it. */
 export interface PeerSummary {
   key: string;
@@ -92,19 +94,4 @@ export interface WaitResult {
  * A blob transfer's progress, streamed to `send` (outgoing) and to `tail`
  * and `wait` (incoming) when they draw a progress bar.
  */
-export interface ProgressItem {
-  event: "progress";
-  peer: string;
-  ts: string;
-  ref: string;
-  dir: "in" | "out";
-  /** Bytes so far. */
-  bytes: number;
-  /** Total bytes; -1 while unknown. */
-  total: number;
-  /** Bytes per second; 0 when unknown. */
-  rate: number;
-  status: string;
-  th?: string;
-  name?: string;
-}
+export type ProgressItem = Omit<ProgressEvent, "type"> & { event: "progress" };
