@@ -558,6 +558,9 @@ export const COMMANDS: Record<string, Command> = {
       const files: string[] = [];
       for (const f of a.list("file")) files.push(await checkReadable(f));
       const words = [...a.positionals];
+      // A malformed address as the peer is a usage error, as for connect.
+      const to = a.string("to") ?? (words.length > 1 ? words[0] : undefined);
+      if (to !== undefined) checkAddress(to);
       if (words.includes("-")) {
         const stdin = await readStdin();
         for (let i = 0; i < words.length; i++) {

@@ -339,6 +339,7 @@ Deno.test("cli: every bad input gets one line, a non-zero exit and queues nothin
         /unknown peer "nobody-here"/,
       );
       await fails(b.home, ["send", "ab", "hi"], 1, /at least 4 characters/);
+      await fails(b.home, ["send", "tcp:999.1:x", "hi"], 2, /invalid address/);
       await fails(
         b.home,
         ["send", "--file", `${dir}/missing.txt`, "alice", "hi"],

@@ -180,6 +180,22 @@ Deno.test("exec with a grant on a serving peer answers with a result msg; a shor
       { cap: "exec", mime: EXEC, allowed: true, served: true },
     ]);
 
+    // Output over 64 KiB: truncated inline, the whole of it as a blob.
+    const loud = await b.peer.send(c.peer.key, "", {
+      thread: th,
+      parts: request(EXEC, { cmd: "head -c 100000 /dev/zero | tr '\\0' x" }),
+    });
+    const loudReply = await replyTo(b.events, loud.id);
+    const loudData = resultData(loudReply);
+    assert.match(loudReply.text, /^[^\n]+$/, "a one-line text");
+    assert.equal(loudData.stdout_truncated, true);
+    assert.equal(String(loudData.stdout).length, 65536);
+    assert.equal(loudReply.blobs.length, 1);
+    const [out] = loudReply.blobs;
+    assert.equal(out.name, "stdout.txt");
+    assert.equal(out.status, "complete");
+    assert.equal(await Deno.readTextFile(out.path!), "x".repeat(100000));
+
     const slow = await b.peer.send(c.peer.key, "", {
       thread: th,
       parts: request(EXEC, { cmd: ["sleep", "30"] }),

@@ -1,9 +1,10 @@
 /**
  * Workload 8: inspection overhead. The same msgs/s workload with xstate
- * inspection on and off. The Peer (and so the driver) has no inspect
- * option, so this runs one level down: bench/conn_client.ts floods a
- * listening peer over one Connection whose actor is created with or
- * without an InspectionHub observer; timed until every msg is acked.
+ * inspection on and off. The driver has no inspect flag (Peer.open's
+ * `inspect` is not on its command line), so this runs one level down:
+ * bench/conn_client.ts floods a listening peer over one Connection whose
+ * actor is created with or without an InspectionHub observer; timed until
+ * every msg is acked.
  *
  * @example
  * ```ts ignore
