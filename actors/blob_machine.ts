@@ -17,13 +17,13 @@
  * @module
  */
 
-import { assign, emit, setup } from "xstate";
+import { assign, emit, setup } from "npm:xstate@^5.33.3";
 import type {
   MetaObject,
   NonReducibleUnknown,
   StateMachine,
   StateSchema,
-} from "xstate";
+} from "npm:xstate@^5.33.3";
 import type { ChunkResult } from "../storage/blob_sink.ts";
 import type { OutboxEntry } from "../storage/store.ts";
 
@@ -237,7 +237,7 @@ export type OutgoingBlobMachine = StateMachine<
  *
  * @example
  * ```ts
- * import { createActor } from "xstate";
+ * import { createActor } from "npm:xstate@^5.33.3";
  * import { outgoingBlobMachine } from "./blob_machine.ts";
  * const actor = createActor(outgoingBlobMachine, { input: { peer: "p", ref: "b1", size: 5 } });
  * actor.on("progress", (p) => console.log(p.status, p.bytes, p.total));
@@ -489,7 +489,7 @@ export type IncomingBlobMachine = StateMachine<
  *
  * @example
  * ```ts
- * import { createActor } from "xstate";
+ * import { createActor } from "npm:xstate@^5.33.3";
  * import { incomingBlobMachine } from "./blob_machine.ts";
  * const actor = createActor(incomingBlobMachine, { input: { peer: "p", ref: "b1" } }).start();
  * actor.send({ type: "CHUNK", bytes: 4 });

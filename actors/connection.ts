@@ -26,7 +26,7 @@
  * @module
  */
 
-import { type Actor, createActor } from "xstate";
+import { type Actor, createActor } from "npm:xstate@^5.33.3";
 import {
   connectionMachine,
   type ConnectionTimeouts,

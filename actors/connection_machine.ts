@@ -19,14 +19,14 @@
  * @module
  */
 
-import { assign, setup } from "xstate";
+import { assign, setup } from "npm:xstate@^5.33.3";
 import type {
   EventObject,
   MetaObject,
   NonReducibleUnknown,
   StateMachine,
   StateSchema,
-} from "xstate";
+} from "npm:xstate@^5.33.3";
 
 /** The connection's timeouts, in milliseconds. */
 export interface ConnectionTimeouts {
@@ -186,7 +186,7 @@ const noop = () => {};
  *
  * @example
  * ```ts
- * import { createActor } from "xstate";
+ * import { createActor } from "npm:xstate@^5.33.3";
  * import { connectionMachine } from "./connection_machine.ts";
  * const actor = createActor(connectionMachine, { input: {} }).start();
  * actor.send({ type: "HELLO_OK" });

@@ -11,7 +11,7 @@ import {
   type AnyActorLogic,
   createActor,
   fromPromise,
-} from "xstate";
+} from "npm:xstate@^5.33.3";
 import {
   type ConnectInput,
   dialerMachine,

@@ -19,7 +19,7 @@
  * @module
  */
 
-import { assign, fromPromise, not, setup } from "xstate";
+import { assign, fromPromise, not, setup } from "npm:xstate@^5.33.3";
 
 /** Backoff and grace settings, in ms. */
 export interface DialerTiming {
@@ -117,7 +117,7 @@ export function backoffDelay(
  *
  * @example
  * ```ts
- * import { createActor, fromPromise } from "xstate";
+ * import { createActor, fromPromise } from "npm:xstate@^5.33.3";
  * import { dialerMachine } from "./dialer_machine.ts";
  * const actor = createActor(
  *   dialerMachine.provide({ guards: { wanted: () => false } }),

@@ -16,14 +16,13 @@
  */
 
 import { randomBytes } from "node:crypto";
-import { type Actor, createActor } from "xstate";
 import {
   type Delivery,
   Supervisor,
   type SupervisorEvent,
 } from "./supervisor.ts";
 import type { Connection, ReceivedLine, RemoteHello } from "./connection.ts";
-import { type ThreadMachine, threadMachine } from "./thread_machine.ts";
+import { PeerThreads } from "./peer_threads.ts";
 import { PeerBlobs } from "./peer_blobs.ts";
 import type { InspectionHub } from "../inspector/inspection_hub.ts";
 import type { ConnectionTimeouts } from "./connection_machine.ts";
@@ -34,14 +33,11 @@ import {
   type LineEvent,
   type LineMessage,
   type PeerEvent,
-  type PeerMessageEvent,
-  type ReceivedBlob,
   servedEvent,
-  type StateEvent,
 } from "./peer_events.ts";
 import { PeerTrust } from "./peer_trust.ts";
 import type { AdmissionMode } from "./policy.ts";
-import { type RequestInfo, RequestServer } from "./peer_requests.ts";
+import { RequestServer } from "./peer_requests.ts";
 import { PeerExtensions, type PresenceInfo } from "./peer_extensions.ts";
 import type { PresenceRecord } from "./presence_gossip.ts";
 import { MirrorSharer } from "./mirror.ts";
@@ -77,7 +73,6 @@ import { MAX_LINE_BYTES } from "../wire/frame.ts";
 import { validateMessage } from "../wire/validate.ts";
 import { CONTENT_TYPES } from "../wire/types.ts";
 import type {
-  BlobPart,
   Err,
   Grant,
   GrantMsg,
@@ -331,8 +326,6 @@ interface PendingSpool {
   paths: string[];
 }
 
-type ThreadActor = Actor<ThreadMachine>;
-
 /**
  * One AWP peer. Open with {@link Peer.open}, then `listen` and/or
  * `connect`, `send`, and read {@link Peer.events}.
@@ -369,13 +362,11 @@ export class Peer {
   #ackWaiters = new Map<string, Set<() => void>>();
   #sentTo = new Map<string, string>();
   #spoolByMsg = new Map<string, PendingSpool>();
-  #threadActors = new Map<string, Promise<ThreadActor>>();
+  /** Thread actors and the seq-ordered message/state events. */
+  #threads: PeerThreads;
   /** Blob transfers, sinks and their actors. */
   #blobs: PeerBlobs;
   #logBuffer: Omit<LogEntry, "seq">[] = [];
-  /** Seqs of received msg/state lines committed here whose event is not out yet, ascending. */
-  #pendingSeqs: number[] = [];
-  #seqWaiters = new Map<number, () => void>();
   #logFlush: Promise<void> | undefined;
   #inflight = new Set<Promise<unknown>>();
   #closing: Promise<void> | undefined;
@@ -406,6 +397,18 @@ export class Peer {
       localError: (peer, code, detail, ref) =>
         this.#localError(peer, code, detail, ref),
       closing: () => this.#closing !== undefined,
+    });
+    this.#threads = new PeerThreads({
+      store,
+      ...(options.inspect ? { inspect: options.inspect } : {}),
+      parentId: (peer) => this.#parentId(peer),
+      emit: (event) => this.#emit(event),
+      closing: () => this.#closing !== undefined,
+      onLine: (peer, m) => this.#ext.onLine(peer, "in", m),
+      resolveBlob: (peer, part, conn) => this.#blobs.resolve(peer, part, conn),
+      replayBlob: (peer, part) => this.#blobs.replay(peer, part),
+      requests: (peer, m, conn) =>
+        this.#requests.handle(peer, m, conn.remote?.grants ?? []),
     });
     const track = <T>(p: Promise<T>): Promise<T> => {
       this.#inflight.add(p);
@@ -486,7 +489,7 @@ export class Peer {
       shares: () => this.#ext.hosts,
       retentionMs: options.retentionMs,
       routes: {
-        thread: () => (d) => track(this.#onThreadLine(d)),
+        thread: () => (d) => track(this.#threads.deliver(d)),
         // Chunks are written in beforeCommit; nothing is left to do after.
         blob: () => () => {},
         grant: (d) => track(this.#onGrant(d)),
@@ -514,15 +517,8 @@ export class Peer {
       onLine: (peer, dir, raw) => this.#logLine(peer, dir, raw),
       beforeCommit: (peer, conn, lines) =>
         this.#beforeCommit(peer, conn, lines),
-      afterCommit: (_peer, lines) => {
-        // Each fresh msg/state holds its event's turn: events leave in seq order.
-        for (const line of lines) {
-          const t = line.message.t;
-          if (line.seq !== undefined && (t === "msg" || t === "state")) {
-            this.#hold(line.seq);
-          }
-        }
-      },
+      // Each fresh msg/state holds its event's turn: events leave in seq order.
+      afterCommit: (_peer, lines) => this.#threads.afterCommit(lines),
       onAck: (peer, ack) => this.#noteAck(peer, ack.re, ack.th),
       onBye: (peer, reason) =>
         this.#emit({
@@ -541,7 +537,8 @@ export class Peer {
   /**
    * Opens a peer: loads (or creates) the identity and store under `home`,
    * or runs ephemeral with `memory: true`. Known peers we dialed that still
-   * have unacked lines or open threads are dialed again.
+   * have unacked lines or open threads are dialed again (not those held
+   * by a bye, see {@link Peer.bye}).
    *
    * @example
    * ```ts
@@ -606,6 +603,7 @@ export class Peer {
       const peer = new Peer(signer, store, options, dirs, hosts);
       peer.#sup.start();
       peer.#retain(5_000, options.retentionMs ?? 7 * 86_400_000);
+      await peer.#sup.loadQuiet();
       await peer.#redialKnown();
       return peer;
     } catch (error) {
@@ -837,7 +835,7 @@ export class Peer {
     }
     await this.#touchThread(key, th, { subject: options.subject });
     const sent = { ...fields, id, ts: entries[entries.length - 1].ts } as Msg;
-    await this.#feedThread(key, th, { type: "MSG_OUT", message: sent });
+    await this.#threads.feed(key, th, { type: "MSG_OUT", message: sent });
     await this.#ext.onLine(key, "out", { ...sent });
     await this.#ensureReach(key);
     return { id, th };
@@ -932,7 +930,7 @@ export class Peer {
       mine: { state, ts: entry.ts, ...(note !== undefined ? { note } : {}) },
     });
     const line = { ...fields, id: entry.id, ts: entry.ts } as State;
-    await this.#feedThread(key, th, { type: "STATE_OUT", message: line });
+    await this.#threads.feed(key, th, { type: "STATE_OUT", message: line });
     await this.#ext.onLine(key, "out", { ...line });
     await this.#ensureReach(key);
     return { id: entry.id, th };
@@ -1026,7 +1024,8 @@ export class Peer {
    * Says bye to `to` and waits for the connection to close (when
    * connected). The peer is not redialed until something new is sent to
    * it (`send`, `setState`, `grant`, `introduce`...) or `connect` is
-   * called, as the reference does after `awp bye`.
+   * called, as the reference does after `awp bye`. The hold is stored, so
+   * it outlasts a restart; a peer that says bye to us is held the same way.
    *
    * @example
    * ```ts ignore
@@ -1100,7 +1099,7 @@ export class Peer {
       throw new Error(`markRead: no thread ${th} with ${key}`);
     }
     await this.#touchThread(key, th, { read: true });
-    (await this.#threadActors.get(`${key} ${th}`))?.send({ type: "READ" });
+    await this.#threads.read(key, th);
   }
 
   /**
@@ -1145,7 +1144,7 @@ export class Peer {
     if (this.#closing) queue.close();
     else this.#subs.add(queue);
     if (after === undefined || this.#closing) return queue;
-    return this.#replayThenLive(queue, after);
+    return this.#threads.replayThenLive(queue, after);
   }
 
   /**
@@ -1382,10 +1381,7 @@ export class Peer {
       await Promise.allSettled([...this.#inflight]);
     }
     await this.#flushLog().catch(() => {});
-    for (const p of this.#threadActors.values()) {
-      (await p.catch(() => undefined))?.stop();
-    }
-    this.#threadActors.clear();
+    await this.#threads.stop();
     await this.#blobs.stop();
     this.#store.close();
     for (const q of [...this.#subs]) q.close();
@@ -1448,7 +1444,7 @@ export class Peer {
     await this.#sup.refreshWanted(peer);
     await this.#ensureReach(peer);
     // New lines for it: a peer we said bye to is dialed again.
-    this.#sup.resumeDialing(peer);
+    await this.#sup.resumeDialing(peer);
   }
 
   #emit(event: PeerEvent): void {
@@ -1518,6 +1514,8 @@ export class Peer {
   async #redialKnown(): Promise<void> {
     for (const record of await this.#store.peers()) {
       if (!record.dialed || record.addresses.length === 0) continue;
+      // Held by a bye (ours or theirs) until something new goes to it.
+      if (this.#sup.quiet(record.key)) continue;
       if (await this.#sup.refreshWanted(record.key)) {
         this.#sup.reach(record.key, record.addresses);
       }
@@ -1591,56 +1589,11 @@ export class Peer {
     }
   }
 
-  // ---- actors: one per thread, one per blob transfer ----
+  // ---- actors: threads (PeerThreads) and blob transfers (PeerBlobs) ----
 
   /** Where a peer's threads and transfers hang in the inspector's tree. */
   #parentId(peer: string): string {
     return (this.#sup.connection(peer)?.actor ?? this.#sup.actor).sessionId;
-  }
-
-  #actorOptions(): { inspect?: InspectionHub["observer"] } {
-    return this.#o.inspect ? { inspect: this.#o.inspect.observer } : {};
-  }
-
-  /**
-   * The thread's actor, created on first use from its stored record. Held
-   * in a Map rather than spawned as children of one machine: xstate copies
-   * a parent's children on each change, quadratic over many threads.
-   */
-  #threadActor(peer: string, th: string): Promise<ThreadActor> {
-    const id = `${peer} ${th}`;
-    let actor = this.#threadActors.get(id);
-    if (actor) return actor;
-    actor = (async () => {
-      const record = await this.#store.thread(peer, th);
-      const a = createActor(threadMachine, {
-        input: { peer, th, ...(record ? { record } : {}) },
-        ...this.#actorOptions(),
-      });
-      this.#o.inspect?.register(a, {
-        kind: "thread",
-        label: `thread ${record?.subject ?? th}`,
-        parentId: this.#parentId(peer),
-      });
-      return a.start();
-    })();
-    this.#threadActors.set(id, actor);
-    actor.catch(() => this.#threadActors.delete(id));
-    return actor;
-  }
-
-  /**
-   * Feeds a durable msg or state line to its thread's actor. The store stays
-   * the record's writer (receive counts unread atomically with the commit);
-   * the actor is the thread's behaviour and what the inspector shows.
-   */
-  async #feedThread(
-    peer: string,
-    th: string,
-    event: Parameters<ThreadActor["send"]>[0],
-  ): Promise<void> {
-    if (this.#closing) return;
-    (await this.#threadActor(peer, th)).send(event);
   }
 
   #localError(peer: string, code: string, detail: string, ref?: string): void {
@@ -1761,176 +1714,6 @@ export class Peer {
     }
   }
 
-  async #onThreadLine(d: Delivery): Promise<void> {
-    const seq = d.seq ?? 0;
-    try {
-      await this.#threadLine(d, seq);
-    } finally {
-      this.#release(seq);
-    }
-  }
-
-  async #threadLine(d: Delivery, seq: number): Promise<void> {
-    const ts = timestamp();
-    if (d.message.t === "state" || d.message.t === "msg") {
-      const m = d.message as Msg | State;
-      await this.#feedThread(
-        d.peer,
-        m.th,
-        m.t === "msg"
-          ? { type: "MSG_IN", message: m }
-          : { type: "STATE_IN", message: m },
-      );
-      await this.#ext.onLine(
-        d.peer,
-        "in",
-        m as unknown as Record<string, unknown> & { t: string },
-      );
-    }
-    if (d.message.t === "state") {
-      await this.#turn(seq);
-      this.#emit(stateEvent(d.peer, ts, d.message as State, seq));
-      return;
-    }
-    if (d.message.t !== "msg") return;
-    const m = d.message as Msg;
-    const blobs: ReceivedBlob[] = [];
-    for (const part of m.parts) {
-      if (part.k !== "blob") continue;
-      const blob = await this.#blobs.resolve(
-        d.peer,
-        part as BlobPart,
-        d.connection,
-      );
-      blobs.push(blob);
-      this.#emit({
-        type: "blob",
-        peer: d.peer,
-        ts: timestamp(),
-        dir: "in",
-        th: m.th,
-        ...blob,
-      });
-    }
-    // The msg is committed and acked; requests are answered after that.
-    const requests: RequestInfo[] = await this.#requests.handle(
-      d.peer,
-      m,
-      d.connection.remote?.grants ?? [],
-    );
-    await this.#turn(seq);
-    this.#emit(messageEvent(d.peer, ts, m, blobs, seq, requests));
-  }
-
-  #hold(seq: number): void {
-    const list = this.#pendingSeqs;
-    let i = list.length;
-    while (i > 0 && list[i - 1] > seq) i--;
-    list.splice(i, 0, seq);
-  }
-
-  /** Resolves once every earlier held seq has had its event (or failed). */
-  #turn(seq: number): Promise<void> {
-    const head = this.#pendingSeqs[0];
-    if (head === undefined || head >= seq || this.#closing) {
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => this.#seqWaiters.set(seq, resolve));
-  }
-
-  #release(seq: number): void {
-    const i = this.#pendingSeqs.indexOf(seq);
-    if (i < 0) return;
-    this.#pendingSeqs.splice(i, 1);
-    const head = this.#pendingSeqs[0];
-    const wake = head === undefined ? undefined : this.#seqWaiters.get(head);
-    if (wake) {
-      this.#seqWaiters.delete(head);
-      wake();
-    }
-  }
-
-  /**
-   * `events({ after })`: the received msgs and states the log holds past
-   * `after`, rebuilt, then the live events of `live` (subscribed before the
-   * log was read) minus those already replayed.
-   */
-  #replayThenLive(
-    live: EventQueue<PeerEvent>,
-    after: number,
-  ): EventQueue<PeerEvent> {
-    const out: EventQueue<PeerEvent> = new EventQueue(() => void live.return());
-    const replayed = new Set<number>();
-    const run = async () => {
-      try {
-        let cursor = after;
-        let more = true;
-        while (more && !out.closed) {
-          const page = await this.#store.readLog({
-            after: cursor,
-            limit: LOG_BATCH,
-          });
-          more = page.length === LOG_BATCH;
-          for (const entry of page) {
-            cursor = entry.seq;
-            if (entry.dir !== "in") continue;
-            if (entry.t !== "msg" && entry.t !== "state") continue;
-            // Its event is on the way live, and every later one after it.
-            if (this.#pendingSeqs.includes(entry.seq)) {
-              more = false;
-              break;
-            }
-            const event = await this.#replayEvent(entry);
-            if (!event || out.closed) continue;
-            replayed.add(entry.seq);
-            out.push(event);
-          }
-        }
-      } catch (error) {
-        out.push({
-          type: "error",
-          peer: "",
-          ts: timestamp(),
-          code: "replay",
-          detail: `events: replay after ${after} failed: ${
-            error instanceof Error ? error.message : String(error)
-          }`,
-          remote: false,
-        });
-      }
-      for await (const e of live) {
-        const seen = (e.type === "message" || e.type === "state") &&
-          replayed.delete(e.seq);
-        if (!seen) out.push(e);
-      }
-      out.close();
-    };
-    void run();
-    return out;
-  }
-
-  /** The event a logged msg or state line had (or would have had). */
-  async #replayEvent(
-    entry: LogEntry,
-  ): Promise<PeerMessageEvent | StateEvent | undefined> {
-    let m: Msg | State;
-    try {
-      m = JSON.parse(entry.line);
-    } catch {
-      return undefined; // not a whole line: nothing to rebuild
-    }
-    const ts = timestamp(entry.at);
-    if (m.t === "state") return stateEvent(entry.peer, ts, m, entry.seq);
-    if (m.t !== "msg" || !Array.isArray(m.parts)) return undefined;
-    const blobs: ReceivedBlob[] = [];
-    for (const part of m.parts) {
-      if (part.k === "blob") {
-        blobs.push(await this.#blobs.replay(entry.peer, part as BlobPart));
-      }
-    }
-    return messageEvent(entry.peer, ts, m, blobs, entry.seq, []);
-  }
-
   /**
    * Before received lines count as seen: each chunk's bytes are written and
    * synced to its sink and the BlobRecord is persisted, so a crash can never
@@ -2049,55 +1832,4 @@ export class Peer {
       ...(grant ? { grant } : {}),
     });
   }
-}
-
-/** The text parts of a msg, joined with newlines. */
-function textOf(parts: Part[]): string {
-  return parts
-    .filter((p): p is Extract<Part, { k: "text" }> => p.k === "text")
-    .map((p) => p.text)
-    .join("\n");
-}
-
-function messageEvent(
-  peer: string,
-  ts: string,
-  m: Msg,
-  blobs: ReceivedBlob[],
-  seq: number,
-  requests: RequestInfo[],
-): PeerMessageEvent {
-  return {
-    type: "message",
-    peer,
-    ts,
-    id: m.id,
-    th: m.th,
-    text: textOf(m.parts),
-    parts: m.parts,
-    blobs,
-    message: m,
-    ...(m.subject !== undefined ? { subject: m.subject } : {}),
-    ...(m.re !== undefined ? { re: m.re } : {}),
-    ...(requests.length > 0 ? { requests } : {}),
-    seq,
-  };
-}
-
-function stateEvent(
-  peer: string,
-  ts: string,
-  m: State,
-  seq: number,
-): StateEvent {
-  return {
-    type: "state",
-    peer,
-    ts,
-    id: m.id,
-    th: m.th,
-    state: m.state,
-    ...(m.note !== undefined ? { note: m.note } : {}),
-    seq,
-  };
 }

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { type Actor, createActor } from "xstate";
+import { type Actor, createActor } from "npm:xstate@^5.33.3";
 import type { Connection } from "./connection.ts";
 import type { ActorInspection } from "./supervisor.ts";
 import {

@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { Grant, Msg, Part } from "../wire/types.ts";
+import type { Grant, Msg, Part, State } from "../wire/types.ts";
 import type { RequestInfo } from "./peer_requests.ts";
 import type { ServeRecord } from "./profile.ts";
 
@@ -332,6 +332,78 @@ export function servedEvent(record: ServeRecord, ts: string): ServedEvent {
     ok: record.ok,
     ...(record.error !== undefined ? { error: record.error } : {}),
     duration_ms: record.duration_ms,
+  };
+}
+
+/** The text parts of a msg, joined with newlines. */
+function textOf(parts: Part[]): string {
+  return parts
+    .filter((p): p is Extract<Part, { k: "text" }> => p.k === "text")
+    .map((p) => p.text)
+    .join("\n");
+}
+
+/**
+ * Builds the {@link PeerMessageEvent} of a received msg (live or replayed).
+ *
+ * @example
+ * ```ts
+ * import { messageEvent } from "./peer_events.ts";
+ * const m = { t: "msg" as const, id: "m1", ts: "2026-01-01T00:00:00.000Z", th: "t1", parts: [{ k: "text" as const, text: "hi" }] };
+ * const e = messageEvent("ed25519:x", m.ts, m, [], 7, []);
+ * console.log(e.text, e.seq); // hi 7
+ * ```
+ */
+export function messageEvent(
+  peer: string,
+  ts: string,
+  m: Msg,
+  blobs: ReceivedBlob[],
+  seq: number,
+  requests: RequestInfo[],
+): PeerMessageEvent {
+  return {
+    type: "message",
+    peer,
+    ts,
+    id: m.id,
+    th: m.th,
+    text: textOf(m.parts),
+    parts: m.parts,
+    blobs,
+    message: m,
+    ...(m.subject !== undefined ? { subject: m.subject } : {}),
+    ...(m.re !== undefined ? { re: m.re } : {}),
+    ...(requests.length > 0 ? { requests } : {}),
+    seq,
+  };
+}
+
+/**
+ * Builds the {@link StateEvent} of a received state line (live or replayed).
+ *
+ * @example
+ * ```ts
+ * import { stateEvent } from "./peer_events.ts";
+ * const m = { t: "state" as const, id: "s1", ts: "2026-01-01T00:00:00.000Z", th: "t1", state: "working" };
+ * console.log(stateEvent("ed25519:x", m.ts, m, 8).state); // working
+ * ```
+ */
+export function stateEvent(
+  peer: string,
+  ts: string,
+  m: State,
+  seq: number,
+): StateEvent {
+  return {
+    type: "state",
+    peer,
+    ts,
+    id: m.id,
+    th: m.th,
+    state: m.state,
+    ...(m.note !== undefined ? { note: m.note } : {}),
+    seq,
   };
 }
 

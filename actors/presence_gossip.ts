@@ -14,7 +14,7 @@
  * @module
  */
 
-import { type Actor, createActor, setup } from "xstate";
+import { type Actor, createActor, setup } from "npm:xstate@^5.33.3";
 import type { Store } from "../storage/store.ts";
 import type { Signer } from "../wire/keys.ts";
 import { canonicalJson } from "../wire/canonical_json.ts";
@@ -110,7 +110,7 @@ export interface PresenceGossipOptions {
  *
  * @example
  * ```ts
- * import { createActor } from "xstate";
+ * import { createActor } from "npm:xstate@^5.33.3";
  * import { presencePublisher } from "./presence_gossip.ts";
  * const actor = createActor(presencePublisher, { input: { settleMs: 10, heartbeatMs: 1000 } });
  * actor.start();

@@ -40,7 +40,7 @@ import {
   type InspectionEvent,
   type Observer,
   setup,
-} from "xstate";
+} from "npm:xstate@^5.33.3";
 import {
   Connection,
   type ReceivedLine,
@@ -240,7 +240,7 @@ export type SupervisorMachineEvent =
  *
  * @example
  * ```ts
- * import { createActor } from "xstate";
+ * import { createActor } from "npm:xstate@^5.33.3";
  * import { supervisorMachine } from "./supervisor.ts";
  * const a = createActor(supervisorMachine).start();
  * a.send({ type: "CONNECTION_STARTED" });
@@ -303,6 +303,11 @@ interface Active {
 
 const DONE_STATES: ReadonlySet<string> = new Set(["done", "failed", "closed"]);
 
+/** The store meta that holds `peer` from redialing (see Supervisor.bye). */
+function quietMeta(peer: string): string {
+  return `quiet:${peer}`;
+}
+
 function errorText(error: unknown): string {
   const text = error instanceof Error ? error.message : String(error);
   return text.split("\n")[0];
@@ -335,8 +340,14 @@ export class Supervisor {
   #dialers = new Map<string, Dialer>();
   #listeners = new Set<Listener>();
   #wanted = new Map<string, boolean>();
-  /** Peers we said bye to: not redialed until something new goes to them. */
+  /**
+   * Peers that said bye, or we said bye to: not redialed until something
+   * new goes to them. Persisted as store meta `quiet:<key>` so a restart
+   * keeps the hold ({@link loadQuiet}).
+   */
   #quiet = new Set<string>();
+  /** The quiet meta writes, in call order (each writes the current state). */
+  #quietWrites: Promise<void> = Promise.resolve();
   #threadHandlers = new Map<string, DeliveryHandler>();
   #blobHandlers = new Map<string, DeliveryHandler>();
   #stopping = false;
@@ -454,7 +465,7 @@ export class Supervisor {
         }
       }
     }
-    this.#quiet.delete(peer);
+    void this.#unquiet(peer);
     this.#wanted.set(peer, true);
     if (this.#active.has(peer)) dialer.connected();
     else dialer.wake();
@@ -468,11 +479,13 @@ export class Supervisor {
    */
   async send(peer: string, drafts: OutboxDraft[]): Promise<OutboxEntry[]> {
     const entries = await this.#o.store.enqueue(peer, drafts);
-    this.#quiet.delete(peer);
+    const lifted = this.#unquiet(peer);
     this.#wanted.set(peer, true);
     const active = this.#active.get(peer);
     if (active) active.conn.sendEntries(entries);
     else this.#dialers.get(peer)?.wake();
+    // Durable before we return: a restart must not keep holding it.
+    await lifted;
     return entries;
   }
 
@@ -480,12 +493,14 @@ export class Supervisor {
    * Says bye to `peer` (waiting for its connection to close, if one is
    * open) and stops redialing it until something new is sent to it
    * ({@link send}, {@link reach} or {@link resumeDialing}), as the
-   * reference does after `awp bye`.
+   * reference does after `awp bye`. The hold is persisted: it outlasts a
+   * restart ({@link loadQuiet}).
    */
   async bye(peer: string, reason?: string): Promise<void> {
-    this.#quiet.add(peer);
+    const held = this.#hold(peer);
     const conn = this.#active.get(peer)?.conn;
     if (conn) await conn.bye(reason);
+    await held;
   }
 
   /** True while `peer` is not redialed after {@link bye}. */
@@ -497,9 +512,47 @@ export class Supervisor {
    * Lifts {@link bye}'s hold: `peer` is dialed again when wanted (for lines
    * queued without {@link send}), and its dialer is woken.
    */
-  resumeDialing(peer: string): void {
-    this.#quiet.delete(peer);
+  resumeDialing(peer: string): Promise<void> {
+    const lifted = this.#unquiet(peer);
     this.#dialers.get(peer)?.wake();
+    return lifted;
+  }
+
+  /**
+   * Restores the holds of {@link bye} (and of peers that said bye to us)
+   * from the store, for every known peer: call before dialing at startup.
+   */
+  async loadQuiet(): Promise<void> {
+    for (const record of await this.#o.store.peers()) {
+      const held = await this.#o.store.getMeta<boolean>(
+        quietMeta(record.key),
+      );
+      if (held) this.#quiet.add(record.key);
+    }
+  }
+
+  /** Starts holding `peer` (no redial); resolves once persisted. */
+  #hold(peer: string): Promise<void> {
+    if (this.#quiet.has(peer)) return this.#quietWrites;
+    this.#quiet.add(peer);
+    return this.#persistQuiet(peer);
+  }
+
+  /** Lifts `peer`'s hold, if any; resolves once persisted. */
+  #unquiet(peer: string): Promise<void> {
+    if (!this.#quiet.delete(peer)) return Promise.resolve();
+    return this.#persistQuiet(peer);
+  }
+
+  #persistQuiet(peer: string): Promise<void> {
+    const write = () =>
+      this.#o.store.setMeta(
+        quietMeta(peer),
+        this.#quiet.has(peer) ? true : undefined,
+      );
+    // Bookkeeping only: a failed write (store closing) keeps the memory hold.
+    this.#quietWrites = this.#quietWrites.then(write).catch(() => {});
+    return this.#quietWrites;
   }
 
   /** Forgets a cached thread handler (e.g. when the thread ends). */
@@ -550,6 +603,7 @@ export class Supervisor {
         c.state === "open" ? c.bye(reason) : (c.close(reason), c.closed)
       ),
     );
+    await this.#quietWrites;
     this.#send({ type: "STOPPED" });
     this.actor.stop();
   }
@@ -651,6 +705,9 @@ export class Supervisor {
       onAck: this.#o.onAck
         ? (c, ack) => this.#o.onAck!(c.remote!.key, ack)
         : undefined,
+      // A remote's bye holds nothing: a peer that shuts down gracefully
+      // (a daemon stopping, a sandbox going to sleep) is redialed while we
+      // still have unacked lines or open threads for it (SPEC 4.3).
       onBye: this.#o.onBye
         ? (c, reason) => {
           if (c.remote) this.#o.onBye!(c.remote.key, reason);

@@ -18,13 +18,13 @@
  * @module
  */
 
-import { assign, emit, enqueueActions, setup } from "xstate";
+import { assign, emit, enqueueActions, setup } from "npm:xstate@^5.33.3";
 import type {
   MetaObject,
   NonReducibleUnknown,
   StateMachine,
   StateSchema,
-} from "xstate";
+} from "npm:xstate@^5.33.3";
 import { timestamp } from "../wire/time.ts";
 import type { Msg, State } from "../wire/types.ts";
 import type { SideState, ThreadRecord } from "../storage/store.ts";
@@ -242,7 +242,7 @@ const WORD_STATES = {
  *
  * @example
  * ```ts
- * import { createActor } from "xstate";
+ * import { createActor } from "npm:xstate@^5.33.3";
  * import { threadMachine } from "./thread_machine.ts";
  * const actor = createActor(threadMachine, { input: { peer: "ed25519:x", th: "t1" } });
  * actor.on("message", (e) => console.log(e.message.parts));

@@ -11,7 +11,7 @@
  * @module
  */
 
-import * as ed from "@noble/ed25519";
+import * as ed from "npm:@noble/ed25519@^3.2.0";
 import { Signer, verify } from "../wire/keys.ts";
 
 const ED25519 = { name: "Ed25519" };

@@ -18,7 +18,7 @@ import {
   sendTo,
   setup,
   spawnChild,
-} from "xstate";
+} from "npm:xstate@^5.33.3";
 import { InspectionHub } from "./inspection_hub.ts";
 import { type InspectorServer, serveInspector } from "./server.ts";
 

@@ -11,7 +11,11 @@
  * @module
  */
 
-import type { AnyActorRef, InspectionEvent, Observer } from "xstate";
+import type {
+  AnyActorRef,
+  InspectionEvent,
+  Observer,
+} from "npm:xstate@^5.33.3";
 import { type JsonValue, toJsonSafe } from "./to_json_safe.ts";
 
 /** Lifecycle of an actor as last seen. */
@@ -211,7 +215,7 @@ export interface InspectableActor {
  *
  * @example
  * ```ts
- * import { createActor, createMachine } from "xstate";
+ * import { createActor, createMachine } from "npm:xstate@^5.33.3";
  * import { InspectionHub } from "./inspection_hub.ts";
  * const hub = new InspectionHub();
  * const m = createMachine({ id: "light", initial: "red", states: { red: {} } });

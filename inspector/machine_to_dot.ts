@@ -72,7 +72,7 @@ export function stateElementId(stateId: string): string {
  *
  * @example
  * ```ts
- * import { createMachine } from "xstate";
+ * import { createMachine } from "npm:xstate@^5.33.3";
  * import { machineToDot } from "./machine_to_dot.ts";
  * const m = createMachine({
  *   id: "door",

@@ -10,7 +10,7 @@
  * @module
  */
 
-import { instance, type Viz } from "@viz-js/viz";
+import { instance, type Viz } from "npm:@viz-js/viz@^3.31.0";
 import type { HubEvent, InspectionHub } from "./inspection_hub.ts";
 import { machineToDot } from "./machine_to_dot.ts";
 import { INSPECTOR_PAGE_HTML, STATELY_BRIDGE_HTML } from "./page.ts";

@@ -72,7 +72,7 @@ export type StatelyInspectionEvent =
  *
  * @example
  * ```ts
- * import { createActor, createMachine } from "xstate";
+ * import { createActor, createMachine } from "npm:xstate@^5.33.3";
  * import { InspectionHub } from "./inspection_hub.ts";
  * import { toStatelyEvent } from "./to_stately_event.ts";
  * const hub = new InspectionHub();

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { createActor } from "xstate";
-import { getShortestPaths } from "xstate/graph";
+import { createActor } from "npm:xstate@^5.33.3";
+import { getShortestPaths } from "npm:xstate@^5.33.3/graph";
 import {
   type BlobProgress,
   chunkSentEvent,

@@ -11,8 +11,8 @@ import {
   createActor,
   type InspectionEvent,
   SimulatedClock,
-} from "xstate";
-import { getAdjacencyMap, getShortestPaths } from "xstate/graph";
+} from "npm:xstate@^5.33.3";
+import { getAdjacencyMap, getShortestPaths } from "npm:xstate@^5.33.3/graph";
 import {
   type ConnectionEvent,
   connectionMachine,

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { SimulatedClock } from "xstate";
+import { SimulatedClock } from "npm:xstate@^5.33.3";
 import { Dialer } from "../actors/dialer.ts";
 import {
   backoffDelay,

@@ -43,7 +43,7 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    const { chromium } = await import("playwright-core");
+    const { chromium } = await import("npm:playwright-core@^1.65.1");
     const dir = await Deno.makeTempDir({ prefix: "awp-inspect-" });
     const hub = new InspectionHub();
     const fast = { timeouts: { pingInterval: 0, bye: 1000 } };
@@ -65,7 +65,7 @@ Deno.test({
       headless: true,
       args: LAUNCH_ARGS,
     });
-    let page: import("playwright-core").Page | undefined;
+    let page: import("npm:playwright-core@^1.65.1").Page | undefined;
     try {
       await alice.connect(await bob.listen(`unix:${dir}/bob.sock`));
       const file = `${dir}/notes.txt`;
@@ -155,7 +155,7 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    const { chromium } = await import("playwright-core");
+    const { chromium } = await import("npm:playwright-core@^1.65.1");
     const demo = await startDemo({ step: 100 });
     const browser = await chromium.launch({
       executablePath: CHROMIUM,
@@ -169,7 +169,7 @@ Deno.test({
         "--disable-sync",
       ],
     });
-    let page: import("playwright-core").Page | undefined;
+    let page: import("npm:playwright-core@^1.65.1").Page | undefined;
     try {
       page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
       const errors: string[] = [];

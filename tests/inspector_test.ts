@@ -4,8 +4,14 @@
  * sockets (Host/Origin refusal, both WebSocket formats, JSON and SVG).
  */
 import assert from "node:assert/strict";
-import { assign, createActor, emit, setup, spawnChild } from "xstate";
-import { instance } from "@viz-js/viz";
+import {
+  assign,
+  createActor,
+  emit,
+  setup,
+  spawnChild,
+} from "npm:xstate@^5.33.3";
+import { instance } from "npm:@viz-js/viz@^3.31.0";
 import { type HubEvent, InspectionHub } from "../inspector/inspection_hub.ts";
 import { machineToDot, stateElementId } from "../inspector/machine_to_dot.ts";
 import { serveInspector } from "../inspector/server.ts";

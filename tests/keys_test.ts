@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import * as ed from "@noble/ed25519";
+import * as ed from "npm:@noble/ed25519@^3.2.0";
 import {
   formatKey,
   isKey,

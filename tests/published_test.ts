@@ -277,3 +277,51 @@ Deno.test("without our deno.json the CLI re-executes itself with --unstable-kv",
     await registry.close();
   }
 });
+
+Deno.test("mod.ts by absolute file URL, from a directory with no deno.json", async () => {
+  // Dependencies are npm: specifiers in the source, so the package needs no
+  // import map: a file or https URL works as well as jsr:.
+  const cwd = await userDir();
+  const mod = new URL("../mod.ts", import.meta.url).href;
+  try {
+    const version = await new Deno.Command(DENO, {
+      args: ["run", "-A", "--no-config", mod, "version"],
+      cwd,
+      env: { NO_COLOR: "1" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.ok(version.success, new TextDecoder().decode(version.stderr));
+    assert.equal(
+      new TextDecoder().decode(version.stdout).trim(),
+      `awp ${config.version} (protocol v0)`,
+    );
+    await Deno.writeTextFile(
+      `${cwd}/user.ts`,
+      `import { Peer } from ${JSON.stringify(mod)};
+const a = await Peer.open({ memory: true });
+const b = await Peer.open({ memory: true });
+await b.connect(await a.listen("unix:${cwd}/a.sock"));
+const { id } = await b.send(a.key, "hello by file URL");
+await b.waitAck(id, { timeoutMs: 10000 });
+await b.close();
+await a.close();
+console.log("acked " + id);
+`,
+    );
+    const out = await new Deno.Command(DENO, {
+      args: ["run", "-A", "--no-config", "user.ts"],
+      cwd,
+      env: { NO_COLOR: "1" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.ok(out.success, new TextDecoder().decode(out.stderr));
+    assert.match(
+      new TextDecoder().decode(out.stdout).trim(),
+      /^acked [0-9A-HJKMNP-TV-Z]{26}$/,
+    );
+  } finally {
+    await Deno.remove(cwd, { recursive: true });
+  }
+});

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { createActor } from "xstate";
+import { createActor } from "npm:xstate@^5.33.3";
 import {
   isThreadOpen,
   SOFT_STATES,

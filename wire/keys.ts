@@ -8,7 +8,7 @@
  * @module
  */
 
-import * as ed from "@noble/ed25519";
+import * as ed from "npm:@noble/ed25519@^3.2.0";
 import { decodeBase64, encodeBase64Url } from "./base64.ts";
 
 /** The prefix of every AWP key string. */

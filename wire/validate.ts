@@ -4,9 +4,9 @@
  * @module
  */
 
-import { Ajv2020 } from "ajv/dist/2020";
-import addFormats from "ajv-formats";
-import type { ErrorObject, ValidateFunction } from "ajv";
+import { Ajv2020 } from "npm:ajv@^8.20.0/dist/2020.js";
+import addFormats from "npm:ajv-formats@^3.0.1";
+import type { ErrorObject, ValidateFunction } from "npm:ajv@^8.20.0";
 import schema from "../schema/awp.schema.json" with { type: "json" };
 import { MESSAGE_TYPES } from "./types.ts";
 
