@@ -86,11 +86,12 @@ interface Cli {
   out: string;
 }
 
+const USAGE =
+  "usage: bench/main.ts [--quick] [--only NAME,...] [--runs N] [--peer driver|child] [--out PATH | PATH]";
+
 function usage(error: string): never {
   console.error(`bench: ${error}`);
-  console.error(
-    "usage: bench/main.ts [--quick] [--only NAME,...] [--runs N] [--peer driver|child] [--out PATH | PATH]",
-  );
+  console.error(USAGE);
   Deno.exit(2);
 }
 
@@ -99,7 +100,12 @@ function parseCli(args: string[]): Cli {
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
     const value = () => args[++i] ?? usage(`${a} needs a value`);
-    if (a === "--quick") cli.quick = true;
+    if (a === "--help" || a === "-h") {
+      console.log(
+        `${USAGE}\nworkloads: ${WORKLOADS.map((w) => w.name).join(", ")}`,
+      );
+      Deno.exit(0);
+    } else if (a === "--quick") cli.quick = true;
     else if (a === "--only") cli.only = value().split(",").filter(Boolean);
     else if (a === "--runs") {
       const n = Number(value());
