@@ -202,6 +202,8 @@ export async function main(args: string[]): Promise<number> {
     }
     return await command.run(makeContext(parsed, out));
   } catch (error) {
+    // The reader went away (`awp read | head`): stop quietly, as cat does.
+    if (error instanceof Deno.errors.BrokenPipe) return 0;
     if (error instanceof UsageError) {
       out.error(error.message);
       return 2;
