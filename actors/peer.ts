@@ -24,7 +24,7 @@ import {
 import type { Connection, ReceivedLine, RemoteHello } from "./connection.ts";
 import { PeerThreads } from "./peer_threads.ts";
 import { PeerBlobs } from "./peer_blobs.ts";
-import type { InspectionHub } from "../inspector/inspection_hub.ts";
+import { InspectionHub } from "../inspector/inspection_hub.ts";
 import type { ConnectionTimeouts } from "./connection_machine.ts";
 import type { DialerTiming } from "./dialer_machine.ts";
 import {
@@ -349,6 +349,8 @@ export class Peer {
   #signer: Signer;
   #store: Store;
   #sup: Supervisor;
+  /** The inspection hub, when inspection is on. */
+  #hub: InspectionHub | undefined;
   #o: PeerOptions;
   #spoolDir: string;
   #tempRoot: string | undefined;
@@ -384,6 +386,7 @@ export class Peer {
     this.#signer = signer;
     this.#store = store;
     this.#o = options;
+    this.#hub = options.inspect;
     this.#spoolDir = dirs.spool;
     this.#tempRoot = dirs.temp;
     this.#maxBlob = options.maxBlobBytes ?? DEFAULT_MAX_BLOB_BYTES;
@@ -620,6 +623,40 @@ export class Peer {
   /** The store (for inspection; the Peer owns it). */
   get store(): Store {
     return this.#store;
+  }
+
+  /** The hub the actors are shown in, once inspection is on. */
+  get inspection(): InspectionHub | undefined {
+    return this.#hub;
+  }
+
+  /**
+   * Turns inspection on at run time (or returns the hub already in use):
+   * the supervisor, dialers, connections, threads and transfers that exist
+   * are registered in `hub` at once, and actors created later get its
+   * observer. Until called (without `PeerOptions.inspect`), nothing records.
+   *
+   * @example
+   * ```ts
+   * import { Peer } from "./peer.ts";
+   * const p = await Peer.open({ memory: true });
+   * const hub = p.inspect();
+   * console.log(hub.actors().map((a) => a.kind)); // ["supervisor"]
+   * await p.close();
+   * ```
+   */
+  inspect(hub?: InspectionHub): InspectionHub {
+    if (this.#hub && (hub === undefined || hub === this.#hub)) return this.#hub;
+    if (this.#hub) {
+      throw new Error("inspection is already on with another hub");
+    }
+    const h = hub ?? new InspectionHub();
+    this.#hub = h;
+    // Parents first, so children find their connection's id registered.
+    this.#sup.attach(h);
+    this.#threads.attach(h);
+    this.#blobs.attach(h);
+    return h;
   }
 
   /**

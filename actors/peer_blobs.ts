@@ -73,6 +73,10 @@ export class PeerBlobs {
   /** Transfer actors by `${peer} ${ref}`, one Map per direction. */
   #outBlobs = new Map<string, Promise<OutBlobActor>>();
   #inBlobs = new Map<string, Promise<InBlobActor>>();
+  /** Where transfer actors are shown; set at construction or by {@link attach}. */
+  #inspect: ActorInspection | undefined;
+  /** Each transfer actor's tree label, for a hub attached later. */
+  #labels = new WeakMap<OutBlobActor | InBlobActor, string>();
 
   /** Sets up the (empty) transfer tables. */
   constructor(options: PeerBlobsOptions) {
@@ -80,6 +84,35 @@ export class PeerBlobs {
     this.#store = options.store;
     this.#maxBlob = options.maxBlobBytes;
     this.#blobsDir = options.blobsDir;
+    this.#inspect = options.inspect;
+  }
+
+  /**
+   * Shows the transfer actors in `inspect` from now on: running ones are
+   * registered (once their creation settles), later ones get its observer.
+   *
+   * @example
+   * ```ts ignore
+   * blobs.attach(hub); // hub.actors() then lists each live transfer
+   * ```
+   */
+  attach(inspect: ActorInspection): void {
+    if (this.#inspect === inspect) return;
+    this.#inspect = inspect;
+    for (const blobs of [this.#outBlobs, this.#inBlobs]) {
+      for (const [id, p] of blobs) {
+        const peer = id.slice(0, id.indexOf(" "));
+        void p.then((a) => this.#show(a, peer), () => {});
+      }
+    }
+  }
+
+  #show(actor: OutBlobActor | InBlobActor, peer: string): void {
+    this.#inspect?.register(actor, {
+      kind: "blob",
+      label: this.#labels.get(actor) ?? "blob",
+      parentId: this.#parentId(peer),
+    });
   }
 
   get #closing(): boolean {
@@ -99,7 +132,7 @@ export class PeerBlobs {
   }
 
   #actorOptions(): { inspect?: ActorInspection["observer"] } {
-    return this.#o.inspect ? { inspect: this.#o.inspect.observer } : {};
+    return this.#inspect ? { inspect: this.#inspect.observer } : {};
   }
 
   /** The connection to `peer` closed: its transfers pause. */
@@ -174,11 +207,8 @@ export class PeerBlobs {
     peer: string,
     label: string,
   ): A {
-    this.#o.inspect?.register(actor, {
-      kind: "blob",
-      label,
-      parentId: this.#parentId(peer),
-    });
+    this.#labels.set(actor, label);
+    this.#show(actor, peer);
     actor.on("progress", (p: BlobProgress) =>
       this.#emit({
         type: "progress",
@@ -388,7 +418,8 @@ export class PeerBlobs {
     const actor = this.#inBlobs.get(`${peer} ${part.ref}`);
     void actor?.then((a) => {
       if (part.name !== undefined) {
-        this.#o.inspect?.register(a, { label: `in ${part.name}` });
+        this.#labels.set(a, `in ${part.name}`);
+        this.#inspect?.register(a, { label: `in ${part.name}` });
       }
       a.send({
         type: "DESCRIBED",

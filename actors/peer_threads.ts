@@ -80,11 +80,41 @@ export class PeerThreads {
   /** Seqs of received msg/state lines committed here whose event is not out yet, ascending. */
   #pendingSeqs: number[] = [];
   #seqWaiters = new Map<number, () => void>();
+  /** Where thread actors are shown; set at construction or by {@link attach}. */
+  #inspect: ActorInspection | undefined;
 
   /** Sets up the (empty) thread table. */
   constructor(options: PeerThreadsOptions) {
     this.#o = options;
     this.#store = options.store;
+    this.#inspect = options.inspect;
+  }
+
+  /**
+   * Shows the thread actors in `inspect` from now on: those already running
+   * are registered (once their creation settles), later ones get its observer.
+   *
+   * @example
+   * ```ts ignore
+   * threads.attach(hub); // hub.actors() then lists each thread
+   * ```
+   */
+  attach(inspect: ActorInspection): void {
+    if (this.#inspect === inspect) return;
+    this.#inspect = inspect;
+    for (const [id, p] of this.#actors) {
+      const peer = id.slice(0, id.indexOf(" "));
+      void p.then((a) => this.#show(a, peer), () => {});
+    }
+  }
+
+  #show(a: ThreadActor, peer: string): void {
+    const record = a.getSnapshot().context.record;
+    this.#inspect?.register(a, {
+      kind: "thread",
+      label: `thread ${record.subject ?? record.th}`,
+      parentId: this.#o.parentId(peer),
+    });
   }
 
   get #closing(): boolean {
@@ -96,7 +126,7 @@ export class PeerThreads {
   }
 
   #actorOptions(): { inspect?: ActorInspection["observer"] } {
-    return this.#o.inspect ? { inspect: this.#o.inspect.observer } : {};
+    return this.#inspect ? { inspect: this.#inspect.observer } : {};
   }
 
   /**
@@ -114,11 +144,7 @@ export class PeerThreads {
         input: { peer, th, ...(record ? { record } : {}) },
         ...this.#actorOptions(),
       });
-      this.#o.inspect?.register(a, {
-        kind: "thread",
-        label: `thread ${record?.subject ?? th}`,
-        parentId: this.#o.parentId(peer),
-      });
+      this.#show(a, peer);
       return a.start();
     })();
     this.#actors.set(id, actor);

@@ -352,17 +352,64 @@ export class Supervisor {
   #blobHandlers = new Map<string, DeliveryHandler>();
   #stopping = false;
   #started = false;
+  /** Where actors are shown; set at construction or by {@link attach}. */
+  #inspect: ActorInspection | undefined;
+  /** Each connection's tree label until its peer is known ("from ADDR"). */
+  #labels = new WeakMap<Connection, string>();
 
   /** Sets the supervisor up; nothing runs until {@link start} or {@link listen}. */
   constructor(options: SupervisorOptions) {
     this.#o = options;
     this.key = options.signer.key;
     const inspect = options.inspect;
+    this.#inspect = inspect;
     this.actor = createActor(
       supervisorMachine,
       inspect ? { inspect: inspect.observer } : {},
     );
     inspect?.register(this.actor, { kind: "supervisor", label: "supervisor" });
+  }
+
+  /**
+   * Shows the actors in `inspect` from now on: the supervisor, its dialers
+   * and live connections are registered at once (followed through their
+   * snapshots), and connections created later get its observer.
+   *
+   * @example
+   * ```ts ignore
+   * import { InspectionHub } from "../inspector/inspection_hub.ts";
+   * const hub = new InspectionHub();
+   * supervisor.attach(hub);
+   * console.log(hub.actors().map((a) => a.kind)); // ["supervisor", ...]
+   * ```
+   */
+  attach(inspect: ActorInspection): void {
+    if (this.#inspect === inspect) return;
+    this.#inspect = inspect;
+    inspect.register(this.actor, { kind: "supervisor", label: "supervisor" });
+    for (const [peer, dialer] of this.#dialers) this.#showDialer(peer, dialer);
+    for (const conn of this.#connections) this.#showConnection(conn);
+  }
+
+  #showDialer(peer: string, dialer: Dialer): void {
+    this.#inspect?.register(dialer.actor, {
+      kind: "dialer",
+      label: `dialer ${peer.slice(0, 16)}`,
+      parentId: this.actor.sessionId,
+    });
+  }
+
+  #showConnection(conn: Connection): void {
+    const remote = this.#active.get(conn.remote?.key ?? "")?.conn === conn
+      ? conn.remote
+      : undefined;
+    this.#inspect?.register(conn.actor, {
+      kind: "connection",
+      label: remote && conn.state === "open"
+        ? `peer ${remote.name ?? remote.key.slice(0, 16)}`
+        : this.#labels.get(conn) ?? "connection",
+      parentId: this.actor.sessionId,
+    });
   }
 
   /** Starts the chart. */
@@ -610,6 +657,11 @@ export class Supervisor {
 
   // ---- internals ----
 
+  /** A connection's `inspect` callback, forwarding to `inspect`'s observer. */
+  #observe(inspect: ActorInspection): (e: unknown) => void {
+    return (e) => inspect.observer.next?.(e as InspectionEvent);
+  }
+
   #send(event: SupervisorMachineEvent): void {
     if (this.actor.getSnapshot().status === "active") this.actor.send(event);
   }
@@ -666,11 +718,7 @@ export class Supervisor {
         this.#emit({ type: "dialer", peer, state, attempt }),
     });
     this.#dialers.set(peer, dialer);
-    this.#o.inspect?.register(dialer.actor, {
-      kind: "dialer",
-      label: `dialer ${peer.slice(0, 16)}`,
-      parentId: this.actor.sessionId,
-    });
+    this.#showDialer(peer, dialer);
     dialer.start();
     return dialer;
   }
@@ -716,12 +764,7 @@ export class Supervisor {
       onSent: this.#o.onSent
         ? (c, entry) => this.#o.onSent!(c.remote!.key, entry)
         : undefined,
-      ...(this.#o.inspect
-        ? {
-          inspect: (e: unknown) =>
-            this.#o.inspect!.observer.next?.(e as InspectionEvent),
-        }
-        : {}),
+      ...(this.#inspect ? { inspect: this.#observe(this.#inspect) } : {}),
       onDeliver: (c, lines) => {
         if (c.remote) this.#o.afterCommit?.(c.remote.key, lines);
         for (const line of lines) {
@@ -735,11 +778,8 @@ export class Supervisor {
       onClosed: (c, reason) => this.#closed(c, reason, transport.remoteAddr),
     });
     this.#connections.add(conn);
-    this.#o.inspect?.register(conn.actor, {
-      kind: "connection",
-      label: `${dialed ? "to" : "from"} ${transport.remoteAddr}`,
-      parentId: this.actor.sessionId,
-    });
+    this.#labels.set(conn, `${dialed ? "to" : "from"} ${transport.remoteAddr}`);
+    this.#showConnection(conn);
     this.#send({ type: "CONNECTION_STARTED" });
     // The connection's own actor failing is a child failure: survive it.
     conn.actor.subscribe({
@@ -807,7 +847,7 @@ export class Supervisor {
   #established(conn: Connection, remote: RemoteHello, remoteAddr: string) {
     const peer = remote.key;
     if (this.#active.get(peer)?.conn !== conn) return;
-    this.#o.inspect?.register(conn.actor, {
+    this.#inspect?.register(conn.actor, {
       label: `peer ${remote.name ?? peer.slice(0, 16)}`,
     });
     this.#emit({

@@ -381,25 +381,35 @@ export const COMMANDS: Record<string, Command> = {
   },
   inspect: {
     summary: "print the URL of the daemon's live statechart inspector",
-    usage: "awp inspect [--allow-host HOST]...",
-    flags: [{ name: "allow-host", type: "list" }],
+    usage: "awp inspect [--inspect=HOST:PORT] [--allow-host HOST]...",
+    flags: [
+      { name: "inspect", type: "optional" },
+      { name: "allow-host", type: "list" },
+    ],
     async run(ctx) {
-      let status: StatusResult;
+      let url: string;
       try {
-        status = await ctx.call("status") as StatusResult;
+        // A running daemon starts inspecting now (nothing was recorded before).
+        const where = ctx.args.string("inspect");
+        ({ url } = await ctx.call("inspect", {
+          ...(where ? { addr: where } : {}),
+          allowHosts: ctx.args.list("allow-host"),
+        }) as { url: string });
       } catch (error) {
         if (!(error instanceof NoDaemonError)) throw error;
         // Not running: start it with the inspector on.
-        await ensureDaemon(ctx.home, ["--inspect", ...inspectFlags(ctx.args)]);
-        status = await ctx.call("status") as StatusResult;
+        await ensureDaemon(ctx.home, [
+          ...(ctx.args.has("inspect") ? [] : ["--inspect"]),
+          ...inspectFlags(ctx.args),
+        ]);
+        const status = await ctx.call("status") as StatusResult;
+        if (!status.inspector) {
+          throw new ControlError("the daemon started without the inspector");
+        }
+        url = status.inspector;
       }
-      if (!status.inspector) {
-        throw new ControlError(
-          "the daemon runs without the inspector: restart it with awp down && awp up --inspect",
-        );
-      }
-      if (ctx.out.json) ctx.out.value({ url: status.inspector });
-      else ctx.out.line(status.inspector);
+      if (ctx.out.json) ctx.out.value({ url });
+      else ctx.out.line(url);
       return 0;
     },
   },

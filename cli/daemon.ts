@@ -162,6 +162,7 @@ class Daemon {
   #isStopped = false;
   #hub?: InspectionHub;
   #inspector?: InspectorServer;
+  #inspecting?: Promise<string>;
   #encoder = new TextEncoder();
   #presence = false;
   #relay = true;
@@ -321,29 +322,11 @@ class Daemon {
         return this.#fail(oneLine(error));
       }
       if (this.#hub) {
-        const where = this.#o.inspect ?? "";
-        const colon = where.lastIndexOf(":");
-        const hostname = colon > 0
-          ? where.slice(0, colon).replace(/^\[|\]$/g, "")
-          : where || "127.0.0.1";
-        const port = colon > 0 ? Number(where.slice(colon + 1)) : 0;
-        if (!Number.isInteger(port) || port < 0 || port > 65535) {
-          await this.#peer.close();
-          return this.#fail(`bad --inspect address "${where}": use HOST:PORT`);
-        }
         try {
-          this.#inspector = await serveInspector(this.#hub, {
-            hostname,
-            port,
-            allowHosts: this.#o.allowHosts ?? [],
-          });
+          await this.#serveInspector(this.#o.inspect ?? "", []);
         } catch (error) {
           await this.#peer.close();
-          return this.#fail(
-            `cannot serve the inspector on ${where || "127.0.0.1"}: ${
-              oneLine(error)
-            }`,
-          );
+          return this.#fail(oneLine(error));
         }
       }
       this.#control = await ControlServer.listen(
@@ -382,6 +365,48 @@ class Daemon {
       await this.#peer.close().catch(() => {});
       return this.#fail(`daemon failed: ${oneLine(error)}`);
     }
+  }
+
+  /**
+   * Serves the inspector on `where` ("" for 127.0.0.1 on a free port, or
+   * HOST:PORT), attaching a hub to the Peer first when it has none (late
+   * attach: until now nothing was recorded). Throws one line.
+   */
+  async #serveInspector(where: string, allowHosts: string[]): Promise<string> {
+    const colon = where.lastIndexOf(":");
+    const hostname = colon > 0
+      ? where.slice(0, colon).replace(/^\[|\]$/g, "")
+      : where || "127.0.0.1";
+    const port = colon > 0 ? Number(where.slice(colon + 1)) : 0;
+    if (!Number.isInteger(port) || port < 0 || port > 65535) {
+      throw usage(`bad --inspect address "${where}": use HOST:PORT`);
+    }
+    this.#hub = this.#peer.inspect(this.#hub);
+    try {
+      this.#inspector = await serveInspector(this.#hub, {
+        hostname,
+        port,
+        allowHosts: [...(this.#o.allowHosts ?? []), ...allowHosts],
+      });
+    } catch (error) {
+      throw new ControlError(
+        `cannot serve the inspector on ${where || "127.0.0.1"}: ${
+          oneLine(error)
+        }`,
+      );
+    }
+    return this.#inspector.url;
+  }
+
+  /** The `inspect` op: the inspector's URL, serving it first if need be. */
+  async #inspect(a: Record<string, unknown>): Promise<{ url: string }> {
+    if (this.#inspector) return { url: this.#inspector.url };
+    // Two racing requests share one server.
+    this.#inspecting ??= this.#serveInspector(
+      str(a.addr) ?? "",
+      Array.isArray(a.allowHosts) ? a.allowHosts.map(String) : [],
+    ).finally(() => this.#inspecting = undefined);
+    return { url: await this.#inspecting };
   }
 
   async #listenAll(explicit: string[] | undefined): Promise<void> {
@@ -562,6 +587,8 @@ class Daemon {
         return { pid: Deno.pid };
       case "status":
         return await this.#status();
+      case "inspect":
+        return await this.#inspect(a);
       case "down":
         setTimeout(() => this.#stop(), 20);
         return { stopping: true };

@@ -506,15 +506,63 @@ Deno.test("cli: without --unstable-kv the daemon re-executes itself once; defaul
   }
 });
 
-Deno.test("cli: inspect serves the live inspector of the daemon, and says when it is off", async () => {
+interface InspectedActor {
+  id: string;
+  kind: string;
+  label: string;
+  parentId?: string;
+  status: string;
+  active: string[];
+}
+
+Deno.test("cli: inspect attaches to a daemon started without --inspect; the tree is complete at once", async () => {
+  await twoPeers(async (a, b) => {
+    await ok(b.home, ["connect", a.status.addrs[0]]);
+    const before = await okJson<Status & { inspector?: string }>(a.home, [
+      "status",
+    ]);
+    assert.equal(before.inspector, undefined, "inspection starts off");
+    const url = (await ok(a.home, ["inspect"])).trim();
+    assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
+    // Asked again: the same server.
+    assert.equal((await ok(a.home, ["inspect"])).trim(), url);
+    const s = await okJson<Status & { inspector?: string }>(a.home, [
+      "status",
+    ]);
+    assert.equal(s.inspector, url);
+    const actors = async () =>
+      await (await fetch(new URL("api/actors", url)))
+        .json() as InspectedActor[];
+    // The supervisor and the connection that existed before the attach.
+    const tree = await actors();
+    const sup = tree.find((x) => x.kind === "supervisor");
+    assert.ok(sup, `a supervisor: ${JSON.stringify(tree)}`);
+    const conn = tree.find((x) =>
+      x.kind === "connection" && x.active.includes("connection.open")
+    );
+    assert.ok(conn, `an open connection: ${JSON.stringify(tree)}`);
+    assert.equal(conn.parentId, sup.id);
+    assert.equal(conn.label, "peer bob");
+    // A thread created after the attach hangs under the connection.
+    await ok(b.home, ["send", "--wait-ack", "10s", "alice", "hello"]);
+    const thread = await until(
+      "a thread actor",
+      async () => (await actors()).find((x) => x.kind === "thread"),
+    );
+    assert.equal(thread.parentId, conn.id);
+    assert.equal(thread.label, "thread hello");
+  });
+});
+
+Deno.test("cli: inspect serves the live inspector of the daemon, starting it when it is down", async () => {
   const home = await Deno.makeTempDir({ prefix: "awp-cli-i-" });
   try {
     await ok(home, ["up", "--listen", "tcp:127.0.0.1:0"]);
     await fails(
       home,
-      ["inspect"],
-      1,
-      /without the inspector.*awp up --inspect/,
+      ["inspect", "--inspect=127.0.0.1:99999"],
+      2,
+      /bad --inspect address "127\.0\.0\.1:99999"/,
     );
     await ok(home, ["down"]);
     // Not running: inspect starts it with the inspector on (listeners remembered).

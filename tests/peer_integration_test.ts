@@ -170,3 +170,63 @@ Deno.test("blob transfers report progress from their actors; a refused blob leav
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("inspection attached at run time shows the existing actors with their parents; nothing is observed before", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "awp-int-" });
+  const { a, b, be } = await pair(dir);
+  try {
+    const first = await a.send(b.key, "first", { subject: "first" });
+    await a.waitAck(first.id, { timeoutMs: 5000 });
+    await be.until(() => be.of("message").length === 1, "the first message");
+    assert.equal(a.inspection, undefined, "inspection is off by default");
+
+    const hub = new InspectionHub();
+    assert.equal(a.inspect(hub), hub);
+    assert.equal(a.inspect(), hub, "asked again: the same hub");
+    assert.equal(a.inspection, hub);
+    assert.throws(() => a.inspect(new InspectionHub()), /already on/);
+    // Thread actors are held as promises: registered once they settle.
+    await new Promise((r) => setTimeout(r, 0));
+
+    const actors = hub.actors();
+    const sup = actors.find((x) => x.kind === "supervisor");
+    assert.ok(sup, `a supervisor: ${actors.map((x) => x.kind)}`);
+    const conn = actors.find((x) => x.kind === "connection");
+    assert.ok(conn, `a connection: ${actors.map((x) => x.kind)}`);
+    assert.equal(conn.parentId, sup.id);
+    assert.equal(conn.label, "peer bob");
+    assert.ok(conn.active.includes("connection.open"), String(conn.active));
+    const dialer = actors.find((x) => x.kind === "dialer");
+    assert.ok(dialer, `a dialer: ${actors.map((x) => x.kind)}`);
+    assert.equal(dialer.parentId, sup.id);
+    const old = actors.find((x) => x.kind === "thread");
+    assert.ok(old, `a thread: ${actors.map((x) => x.kind)}`);
+    assert.equal(old.parentId, conn.id);
+    assert.equal(old.label, "thread first");
+    // Created before the attach, without an observer: the hub follows its
+    // snapshots only, never its events.
+    assert.ok(hub.log(old.id).every((e) => e.type !== "event"));
+
+    // Actors created from now on get the observer: their events are logged.
+    const second = await a.send(b.key, "second");
+    await a.waitAck(second.id, { timeoutMs: 5000 });
+    const fresh = hub.actors().find((x) =>
+      x.kind === "thread" && x.id !== old.id
+    );
+    assert.ok(fresh, "the second thread's actor");
+    assert.equal(fresh.parentId, conn.id);
+    assert.ok(hub.log(fresh.id).some((e) => e.type === "event"));
+    // The old thread still follows: a reply on it shows up as a snapshot.
+    const n = hub.log(old.id).length;
+    await b.send(a.key, "reply", { thread: first.th });
+    const start = Date.now();
+    while (hub.log(old.id).length === n && Date.now() - start < 5000) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.ok(hub.log(old.id).length > n, "the old thread's new snapshot");
+  } finally {
+    await a.close();
+    await b.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
