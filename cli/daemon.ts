@@ -645,7 +645,8 @@ class Daemon {
         const connected = (await this.#peer.peers()).some((p) =>
           p.key === key && p.connected
         );
-        if (connected) await this.#peer.bye(key, str(a.reason));
+        // Away or not, it is not redialed until something new is sent.
+        await this.#peer.bye(key, str(a.reason));
         return { key, name: await this.#nameOf(key), connected };
       }
       case "alias":
