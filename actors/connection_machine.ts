@@ -127,7 +127,8 @@ export type ConnectionAction =
   | { type: "closeTransport"; params: unknown }
   | { type: "countPing"; params: unknown }
   | { type: "resetMissed"; params: unknown }
-  | { type: "setReason"; params: { reason: string } };
+  | { type: "setReason"; params: { reason: string } }
+  | { type: "notePeerBye"; params: unknown };
 
 /** The named guards of {@link connectionMachine}. */
 export type ConnectionGuard =
@@ -225,6 +226,13 @@ export const connectionMachine: ConnectionMachine = setup({
     resetMissed: assign({ missed: 0 }),
     setReason: assign({
       reason: (_, params: { reason: string }) => params.reason,
+    }),
+    /** The close reason after the peer's bye, with its reason if it gave one. */
+    notePeerBye: assign({
+      reason: ({ event }) =>
+        `peer said bye${
+          event.type === "PEER_BYE" && event.reason ? `: ${event.reason}` : ""
+        }`,
     }),
   },
   guards: {
@@ -364,20 +372,7 @@ export const connectionMachine: ConnectionMachine = setup({
       on: {
         RESUME: { target: "open", actions: "replay" },
         BYE: "closing",
-        PEER_BYE: {
-          target: "closed",
-          actions: [
-            "replyBye",
-            {
-              type: "setReason",
-              params: ({ event }) => ({
-                reason: `peer said bye${
-                  event.reason ? `: ${event.reason}` : ""
-                }`,
-              }),
-            },
-          ],
-        },
+        PEER_BYE: { target: "closed", actions: ["replyBye", "notePeerBye"] },
       },
     },
     open: {
@@ -385,20 +380,7 @@ export const connectionMachine: ConnectionMachine = setup({
       entry: "opened",
       on: {
         BYE: "closing",
-        PEER_BYE: {
-          target: "closed",
-          actions: [
-            "replyBye",
-            {
-              type: "setReason",
-              params: ({ event }) => ({
-                reason: `peer said bye${
-                  event.reason ? `: ${event.reason}` : ""
-                }`,
-              }),
-            },
-          ],
-        },
+        PEER_BYE: { target: "closed", actions: ["replyBye", "notePeerBye"] },
       },
       states: {
         traffic: {},
