@@ -198,6 +198,22 @@ export interface ConnectOptions {
    * grants meant for the remote: its `aud`, or issued by it).
    */
   present?: Grant[];
+  /**
+   * Keep dialing while nothing answers at the address (each failure is an
+   * `error` event with code `dial`), on the dialer's schedule, instead of
+   * rejecting on the first failure. Resolves once connected; rejects only
+   * when `signal` aborts or the peer closes. Not awaiting it is "return
+   * and keep dialing".
+   */
+  retry?: boolean;
+  /**
+   * Stay connected: redial after every drop even with nothing to deliver,
+   * until {@link Peer.bye}. Without it, a peer is redialed only while we
+   * have unacked lines or open threads for it (SPEC 4.3).
+   */
+  keep?: boolean;
+  /** Stops a `retry` dial in progress. */
+  signal?: AbortSignal;
 }
 
 /** What {@link Peer.send}, {@link Peer.setState} and {@link Peer.introduce} queued. */
@@ -695,12 +711,16 @@ export class Peer {
    */
   async connect(addr: string, options: ConnectOptions = {}): Promise<string> {
     this.#open("connect");
-    const remote = await this.#sup.connect(
-      addr,
-      options.present?.length ? { present: options.present } : {},
-    );
+    const how = {
+      ...(options.present?.length ? { present: options.present } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    };
+    const remote = options.retry
+      ? await this.#sup.connectUntilUp(addr, how)
+      : await this.#sup.connect(addr, how);
     // Remember it now (the supervisor's own bookkeeping is asynchronous).
     await this.#remember(remote, addr);
+    if (options.keep) this.#sup.keep(remote.key);
     this.#sup.reach(remote.key, [addr]);
     return remote.key;
   }

@@ -338,6 +338,10 @@ export class Supervisor {
   #connections = new Set<Connection>();
   #active = new Map<string, Active>();
   #dialers = new Map<string, Dialer>();
+  /** Cancels of {@link connectUntilUp} calls in progress. */
+  #addressDials = new Set<() => void>();
+  /** Peers to keep connected whether or not anything is wanted. */
+  #kept = new Set<string>();
   #listeners = new Set<Listener>();
   #wanted = new Map<string, boolean>();
   /**
@@ -498,6 +502,86 @@ export class Supervisor {
   }
 
   /**
+   * Dials `address` until a peer answers there: like {@link connect}, but
+   * each failure is reported (`dial_failed`, with `peer: ""` since the key
+   * is not known yet) and retried on the dialer's schedule instead of
+   * rejecting. Rejects only when `signal` aborts or the supervisor stops.
+   */
+  connectUntilUp(
+    address: string,
+    options: { signal?: AbortSignal; present?: Grant[] } = {},
+  ): Promise<RemoteHello> {
+    this.start();
+    if (this.#stopping) {
+      return Promise.reject(new Error("supervisor is stopping"));
+    }
+    const { signal } = options;
+    return new Promise<RemoteHello>((resolve, reject) => {
+      let remote: RemoteHello | undefined;
+      let settled = false;
+      const finish = (error?: Error) => {
+        if (settled) return;
+        settled = true;
+        this.#addressDials.delete(cancel);
+        signal?.removeEventListener("abort", onAbort);
+        queueMicrotask(() => dialer.stop());
+        if (error) reject(error);
+        else resolve(remote!);
+      };
+      const cancel = () =>
+        finish(new Error(`connect ${address}: supervisor is stopping`));
+      const onAbort = () => finish(new Error(`connect ${address}: aborted`));
+      const dialer = new Dialer({
+        peer: address,
+        addresses: [address],
+        timing: this.#o.dialer?.timing,
+        random: this.#o.dialer?.random,
+        shouldConnect: () => !settled && !this.#stopping,
+        connect: async (addr, attemptSignal, attempt) => {
+          try {
+            remote = await this.connect(addr, {
+              signal: attemptSignal,
+              ...(options.present ? { present: options.present } : {}),
+            });
+          } catch (error) {
+            if (!attemptSignal.aborted && !settled) {
+              this.#emit({
+                type: "dial_failed",
+                peer: "",
+                address: addr,
+                attempt,
+                error: errorText(error),
+              });
+            }
+            throw error;
+          }
+        },
+        onChange: (state) => {
+          if (state === "connected") finish();
+        },
+      });
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.#addressDials.add(cancel);
+      dialer.start();
+      dialer.wake();
+    });
+  }
+
+  /**
+   * Keeps a connection to `peer` up: it is redialed after every drop, with
+   * nothing to deliver too, until {@link bye} (or {@link release}).
+   */
+  keep(peer: string): void {
+    this.#kept.add(peer);
+  }
+
+  /** Ends {@link keep}: `peer` is redialed only while something is wanted. */
+  release(peer: string): void {
+    this.#kept.delete(peer);
+  }
+
+  /**
    * Keeps `peer` reachable at `addresses` (preferred first): creates its
    * dialer if needed, learns new addresses, and wakes it.
    */
@@ -544,6 +628,7 @@ export class Supervisor {
    * restart ({@link loadQuiet}).
    */
   async bye(peer: string, reason?: string): Promise<void> {
+    this.#kept.delete(peer);
     const held = this.#hold(peer);
     const conn = this.#active.get(peer)?.conn;
     if (conn) await conn.bye(reason);
@@ -645,6 +730,7 @@ export class Supervisor {
     this.#listeners.clear();
     for (const d of this.#dialers.values()) d.stop();
     this.#dialers.clear();
+    for (const cancel of [...this.#addressDials]) cancel();
     await Promise.all(
       [...this.#connections].map((c) =>
         c.state === "open" ? c.bye(reason) : (c.close(reason), c.closed)
@@ -678,6 +764,7 @@ export class Supervisor {
   }
 
   #isWanted(peer: string): boolean {
+    if (this.#kept.has(peer)) return true;
     if (this.#o.wanted) {
       try {
         return this.#o.wanted(peer);
@@ -912,7 +999,7 @@ export class Supervisor {
       // A newer connection may have come up meanwhile.
       if (!this.#active.has(peer)) dialer.disconnected();
     };
-    if (this.#o.wanted) tell();
+    if (this.#o.wanted || this.#kept.has(peer)) tell();
     else this.refreshWanted(peer).then(tell, tell);
   }
 

@@ -240,7 +240,17 @@ class Driver {
         const real = await this.#peer.listen(addr);
         this.#emit({ event: "listening", addr: real, key: this.#peer.key });
       } else {
-        await this.#peer.connect(addr);
+        // Never give up on our own: a peer that is down (restarting) is
+        // redialed until it answers, each failure an `error` event.
+        const stop = new AbortController();
+        void finished.then(() => stop.abort());
+        await this.#peer.connect(addr, {
+          retry: true,
+          keep: true,
+          signal: stop.signal,
+        }).catch((error) => {
+          if (!stop.signal.aborted) throw error;
+        });
       }
     } catch (error) {
       this.#error(`${mode} ${addr}: ${oneLine(error)}`);
