@@ -29,7 +29,7 @@ function driver(state: string, mode: "listen" | "connect", addr: string) {
   ]);
 }
 
-async function freePort(): Promise<number> {
+function freePort(): number {
   const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (probe.addr as Deno.NetAddr).port;
   probe.close();
@@ -40,7 +40,7 @@ for (const kind of ["tcp", "unix"] as const) {
   Deno.test(`${kind}: a dialer started while the listener is down keeps dialing, then reconnects within 2 s of every restart`, async () => {
     const dir = await Deno.makeTempDir();
     const addr = kind === "tcp"
-      ? `tcp:127.0.0.1:${await freePort()}`
+      ? `tcp:127.0.0.1:${freePort()}`
       : `unix:${dir}/l.sock`;
     // The dialer first: nothing listens yet. It must not exit.
     const dialer = driver(`${dir}/d`, "connect", addr);
