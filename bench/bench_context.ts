@@ -110,7 +110,7 @@ export class BenchContext {
   /** Command and args that run a peer with `args` (driver flags and mode). */
   peerCommand(args: string[]): [string, string[]] {
     const script = this.peer === "driver"
-      ? [`${ROOT}mod.ts`, "driver"]
+      ? [`${ROOT}cli.ts`, "driver"]
       : [`${ROOT}bench/peer_child.ts`];
     return withFdLimit(Deno.execPath(), [...DENO_RUN, ...script, ...args]);
   }
