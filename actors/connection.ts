@@ -28,6 +28,7 @@
 
 import { type Actor, createActor } from "npm:xstate@^5.33.3";
 import {
+  type ConnectionHost,
   connectionMachine,
   type ConnectionTimeouts,
   type SendErrParams,
@@ -256,26 +257,24 @@ export class Connection {
     this.closed = this.#closedD.promise;
     // Handled here so an unobserved failed handshake is not an unhandled rejection.
     this.established.catch(() => {});
-    const machine = connectionMachine.provide({
-      actions: {
-        sendHello: () => this.#sendHello(),
-        sendAuth: () => this.#chain(() => this.#sendAuth()),
-        sendResume: () => this.#chain(() => this.#sendResume()),
-        replay: () => this.#chain(() => this.#replay()),
-        opened: () => {
-          this.#opened = true;
-          this.#establishedD.resolve(this.#peer!);
-        },
-        sendPing: () => this.#sendPing(),
-        sendBye: ({ event }) =>
-          this.#sendBye(event.type === "BYE" ? event.reason : undefined),
-        replyBye: () => this.#sendBye(),
-        sendErr: (_, params: SendErrParams) => this.#sendErr(params),
-        closeTransport: ({ context }) => void this.#shutdown(context.reason),
+    // One machine shared by every connection; the actions call this host.
+    const host: ConnectionHost = {
+      sendHello: () => this.#sendHello(),
+      sendAuth: () => this.#chain(() => this.#sendAuth()),
+      sendResume: () => this.#chain(() => this.#sendResume()),
+      replay: () => this.#chain(() => this.#replay()),
+      opened: () => {
+        this.#opened = true;
+        this.#establishedD.resolve(this.#peer!);
       },
-    });
-    this.actor = createActor(machine, {
-      input: { timeouts: options.timeouts },
+      sendPing: () => this.#sendPing(),
+      sendBye: (reason) => this.#sendBye(reason),
+      replyBye: () => this.#sendBye(),
+      sendErr: (params) => this.#sendErr(params),
+      closeTransport: (reason) => void this.#shutdown(reason),
+    };
+    this.actor = createActor(connectionMachine, {
+      input: { timeouts: options.timeouts, host },
       inspect: options.inspect,
     });
   }

@@ -263,6 +263,12 @@ const LOGGED_BY_RECEIVE: ReadonlySet<string> = new Set([
 ]);
 /** Handshake lines: no `line` event (they come before the peer is known, or are the resume). */
 const HANDSHAKE: ReadonlySet<string> = new Set(["hello", "auth", "resume"]);
+/**
+ * Liveness lines: not written to the traffic log (a ping per connection
+ * every 30 s would otherwise be a KV commit each; 10,000 idle connections
+ * made a busy store).
+ */
+const LIVENESS: ReadonlySet<string> = new Set(["ping", "pong"]);
 const LOG_BATCH = 256;
 const EARLY_EVENTS = 10_000;
 const ACKED_MEMORY = 10_000;
@@ -1695,6 +1701,7 @@ export class Peer {
       );
     }
     if (dir === "in" && LOGGED_BY_RECEIVE.has(m.t)) return;
+    if (LIVENESS.has(m.t)) return;
     const line = bare ? JSON.stringify(bare) : raw;
     this.#logBuffer.push({
       peer,
