@@ -43,8 +43,8 @@ export const DRIVER_USAGE =
 
 A peer driven over stdin/stdout, one JSON object per line each way.
 commands: send {th,text,subject?,re?,parts?}, state {th,state,note?}, blob {th,path,text?},
-          grant {sub,caps,ttl}, bye {reason?}, quit; any may add "peer":"ed25519:..."
-events:   identity, listening, connected, recv, sent, acked, blob, disconnected, error
+          grant {sub,caps,ttl}, bye {reason?}, quit, memory; any may add "peer":"ed25519:..."
+events:   identity, listening, connected, recv, sent, acked, blob, disconnected, error, memory
 --store URL keeps the state in a remote Deno KV through KV Connect (https://...,
 token in DENO_KV_ACCESS_TOKEN); spool and blobs stay in --state DIR.`;
 
@@ -306,6 +306,13 @@ class Driver {
     if (cmd.cmd === "quit") {
       // At once, without a bye: everything queued is already durable.
       Deno.exit(0);
+    }
+    if (cmd.cmd === "memory") {
+      // For benchmarks: memory after a full GC when run with
+      // --v8-flags=--expose-gc, else as it is.
+      (globalThis as { gc?: () => void }).gc?.();
+      this.#emit({ event: "memory", ...Deno.memoryUsage() });
+      return;
     }
     if (!["send", "state", "blob", "grant", "bye"].includes(cmd.cmd)) {
       this.#error(`unknown command "${cmd.cmd}"`);
