@@ -266,7 +266,7 @@ const HANDSHAKE: ReadonlySet<string> = new Set(["hello", "auth", "resume"]);
 /**
  * Liveness lines: not written to the traffic log (a ping per connection
  * every 30 s would otherwise be a KV commit each; 10,000 idle connections
- * made a busy store).
+ * made a busy store). Nor is the resume: a commit on every handshake.
  */
 const LIVENESS: ReadonlySet<string> = new Set(["ping", "pong"]);
 const LOG_BATCH = 256;
@@ -1701,7 +1701,7 @@ export class Peer {
       );
     }
     if (dir === "in" && LOGGED_BY_RECEIVE.has(m.t)) return;
-    if (LIVENESS.has(m.t)) return;
+    if (LIVENESS.has(m.t) || HANDSHAKE.has(m.t)) return;
     const line = bare ? JSON.stringify(bare) : raw;
     this.#logBuffer.push({
       peer,

@@ -50,7 +50,13 @@ import type { ConnectionTimeouts } from "./connection_machine.ts";
 import { Dialer } from "./dialer.ts";
 import type { DialerTiming } from "./dialer_machine.ts";
 import { dial, listen, type Listener, type Transport } from "./transport.ts";
-import type { OutboxDraft, OutboxEntry, Store } from "../storage/store.ts";
+import type {
+  OutboxDraft,
+  OutboxEntry,
+  PeerRecord,
+  Store,
+} from "../storage/store.ts";
+import { canonicalJson } from "../wire/canonical_json.ts";
 import type { Signer } from "../wire/keys.ts";
 import type { Grant, Message } from "../wire/types.ts";
 
@@ -302,6 +308,20 @@ interface Active {
 }
 
 const DONE_STATES: ReadonlySet<string> = new Set(["done", "failed", "closed"]);
+
+/** How stale a stored `lastSeen` may be before a handshake rewrites it. */
+const LAST_SEEN_PRECISION_MS = 60_000;
+
+/** Equal but for `lastSeen`. */
+function samePeerRecord(a: PeerRecord, b: PeerRecord): boolean {
+  const { lastSeen: _a, ...restA } = a;
+  const { lastSeen: _b, ...restB } = b;
+  try {
+    return canonicalJson(restA) === canonicalJson(restB);
+  } catch {
+    return false; // not plain JSON: write it
+  }
+}
 
 /** The store meta that holds `peer` from redialing (see Supervisor.bye). */
 function quietMeta(peer: string): string {
@@ -970,7 +990,7 @@ export class Supervisor {
         if (i >= 0) addresses.splice(i, 1);
         addresses.unshift(a);
       }
-      await store.putPeer({
+      const record: PeerRecord = {
         ...known,
         key: remote.key,
         name: remote.name ?? known?.name,
@@ -980,7 +1000,15 @@ export class Supervisor {
         dialed: (known?.dialed ?? false) || dialed,
         firstSeen: known?.firstSeen ?? now,
         lastSeen: now,
-      });
+      };
+      // A peer that reconnects often (a restarting agent, a bench) would
+      // cost a commit per handshake: skip it when only lastSeen moved, by
+      // less than LAST_SEEN_PRECISION_MS.
+      if (
+        known && now - (known.lastSeen ?? 0) < LAST_SEEN_PRECISION_MS &&
+        samePeerRecord(known, record)
+      ) return;
+      await store.putPeer(record);
     } catch { /* bookkeeping only */ }
   }
 

@@ -60,6 +60,7 @@ export const idleWorkload: Workload = {
       [`client_kib_per_conn_${n}`, "KiB"],
       [`established_${n}`, "count"],
       [`listener_idle_cpu_pct_${n}`, "%"],
+      [`listener_idle_kib_per_conn_${n}`, "KiB"],
       [`listener_heap_after_close_mib_${n}`, "MiB"],
     ]),
   ),
@@ -106,6 +107,7 @@ export const idleWorkload: Workload = {
             // Let the listener finish its post-handshake bookkeeping.
             await new Promise((r) => setTimeout(r, 1_000));
             const after = (await listener.memory())?.rssBytes ?? NaN;
+            const ok = Number(ev.count);
             // Idle: only pings (one per connection every 30 s) are left.
             const settle = ctx.quick ? 0 : n >= 10_000 ? 10_000 : 3_000;
             await new Promise((r) => setTimeout(r, settle));
@@ -113,7 +115,10 @@ export const idleWorkload: Workload = {
               listener.pid,
               ctx.quick ? 2_000 : 10_000,
             );
-            const ok = Number(ev.count);
+            // Steady state: the handshakes' garbage collected by now.
+            const idle = (await listener.memory())?.rssBytes ?? NaN;
+            sample[`listener_idle_kib_per_conn_${n}`] = (idle - before) / ok /
+              KIB;
             if (ev.firstError) {
               notes.push(
                 `${n}: ${ok} established, ${ev.failed} failed: ${ev.firstError}`,
