@@ -821,13 +821,32 @@ export class Supervisor {
           throw error;
         }
       },
-      onChange: (state, attempt) =>
-        this.#emit({ type: "dialer", peer, state, attempt }),
+      onChange: (state, attempt) => {
+        this.#emit({ type: "dialer", peer, state, attempt });
+        if (dialBack && state === "idle") {
+          queueMicrotask(() => this.#dropIdle(dialer));
+        }
+      },
     });
     this.#dialers.set(peer, dialer);
     this.#showDialer(peer, dialer);
     dialer.start();
     return dialer;
+  }
+
+  /**
+   * A dial-back dialer (made for an inbound peer that gave its address)
+   * with nothing to deliver and no connection to watch is dropped, with
+   * what we remember of the peer's wants: an inbound peer that has gone
+   * costs nothing. Queueing for it again makes a dialer (Peer's reach).
+   */
+  #dropIdle(dialer: Dialer): void {
+    const peer = dialer.peer;
+    if (this.#dialers.get(peer) !== dialer || dialer.state !== "idle") return;
+    if (this.#active.has(peer) || this.#kept.has(peer)) return;
+    dialer.stop();
+    this.#dialers.delete(peer);
+    this.#wanted.delete(peer);
   }
 
   /** Runs a connection over `transport`. */
