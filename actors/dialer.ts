@@ -157,6 +157,16 @@ export class Dialer {
     return this.actor.getSnapshot().context.attempt;
   }
 
+  /** When the current outage began (first failure since connected), in ms. */
+  get downSince(): number | undefined {
+    return this.actor.getSnapshot().context.downSince;
+  }
+
+  /** The last dial error, one line, while failing. */
+  get lastError(): string | undefined {
+    return this.actor.getSnapshot().context.lastError;
+  }
+
   /** Known addresses, preferred first. */
   get addresses(): readonly string[] {
     return this.actor.getSnapshot().context.addresses;

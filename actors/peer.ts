@@ -228,6 +228,8 @@ export interface Sent {
 export interface PeerInfo extends PeerRecord {
   /** True while a connection to it is open. */
   connected: boolean;
+  /** While we keep failing to dial it: since when (ISO time), and why. */
+  unreachable?: { since: string; error?: string };
 }
 
 /** Options of {@link Peer.grant}. */
@@ -1110,10 +1112,21 @@ export class Peer {
    */
   async peers(): Promise<PeerInfo[]> {
     const up = new Set(this.#sup.peers);
-    return (await this.#store.peers()).map((p) => ({
-      ...p,
-      connected: up.has(p.key),
-    }));
+    return (await this.#store.peers()).map((p) => {
+      const down = this.#sup.unreachable(p.key);
+      return {
+        ...p,
+        connected: up.has(p.key),
+        ...(down
+          ? {
+            unreachable: {
+              since: new Date(down.since).toISOString(),
+              ...(down.error ? { error: down.error } : {}),
+            },
+          }
+          : {}),
+      };
+    });
   }
 
   /**

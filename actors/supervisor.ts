@@ -464,6 +464,20 @@ export class Supervisor {
     return [...this.#active.keys()];
   }
 
+  /**
+   * Since when `peer` cannot be reached, and why, while its dialer keeps
+   * failing; undefined when connected or not being dialed.
+   */
+  unreachable(peer: string): { since: number; error?: string } | undefined {
+    const dialer = this.#dialers.get(peer);
+    const since = dialer?.downSince;
+    if (!dialer || since === undefined || this.#active.has(peer)) {
+      return undefined;
+    }
+    const error = dialer.lastError;
+    return { since, ...(error ? { error } : {}) };
+  }
+
   /** The dialer for `peer`, if one exists. */
   dialer(peer: string): Dialer | undefined {
     return this.#dialers.get(peer);

@@ -1165,7 +1165,13 @@ interface ThreadRow {
 }
 
 function peerLine(out: Output, p: PeerSummary): string {
-  const state = p.connected ? out.green("connected") : "away";
+  const state = p.connected
+    ? out.green("connected")
+    : p.unreachable
+    ? `unreachable since ${p.unreachable.since}${
+      p.unreachable.error ? ` (${p.unreachable.error})` : ""
+    }`
+    : "away";
   return `${
     who(p.key, p.alias ?? p.name)
   }  ${state}  queued ${p.queued}  open ${p.openThreads}  unread ${p.unread}` +

@@ -1020,6 +1020,7 @@ class Daemon {
         unread: mine.reduce((n, t) =>
           n + t.unread, 0),
         caps: [...caps],
+        ...(p.unreachable ? { unreachable: p.unreachable } : {}),
       });
     }
     return out;
