@@ -3,7 +3,6 @@
  * dialer is dropped once it has nothing to deliver.
  */
 
-import assert from "node:assert/strict";
 import { Supervisor } from "../actors/supervisor.ts";
 import { MemoryStore } from "../storage/memory_store.ts";
 import { Signer } from "../wire/keys.ts";
