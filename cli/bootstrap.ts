@@ -1,0 +1,3 @@
+export function bootstrapMain(_argv: string[]): Promise<number> {
+  return Promise.resolve(1);
+}
