@@ -132,6 +132,8 @@ export interface RenderOptions {
   maxText?: number;
   /** Most items shown; the rest are counted (default 50). */
   maxItems?: number;
+  /** Start with {@linkcode UNTRUSTED_NOTICE} (default true; false when the caller already printed it). */
+  notice?: boolean;
 }
 
 /**
@@ -167,5 +169,9 @@ export function renderItems(
   const more = items.length > shown.length
     ? [`(${items.length - shown.length} earlier items not shown)`]
     : [];
-  return [UNTRUSTED_NOTICE, ...more, ...blocks].join("\n");
+  return [
+    ...(options.notice === false ? [] : [UNTRUSTED_NOTICE]),
+    ...more,
+    ...blocks,
+  ].join("\n");
 }
