@@ -339,7 +339,9 @@ export async function hookMain(argv: string[]): Promise<number> {
 // library and the rest of the CLI: harnesses wait on every hook.
 if (import.meta.main) {
   try {
-    Deno.exit(await hookMain(Deno.args));
+    // `awp bootstrap` writes `cli/hook.ts hook --format ...`, like the CLI's words.
+    const argv = Deno.args[0] === "hook" ? Deno.args.slice(1) : Deno.args;
+    Deno.exit(await hookMain(argv));
   } catch (error) {
     console.error(`awp: ${error instanceof Error ? error.message : error}`);
     Deno.exit(error instanceof UsageError ? 2 : 1);
