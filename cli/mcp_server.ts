@@ -157,6 +157,11 @@ class DaemonLink {
     );
   }
 
+  /** Unread messages and notices, marked read, without starting the daemon. */
+  peek(): Promise<unknown> {
+    return this.#raw("tail", { follow: false, mark: true }, {});
+  }
+
   /** A following stream that never starts the daemon. */
   follow(
     args: Record<string, unknown>,
@@ -924,6 +929,11 @@ export function createMcpServer(
     let delay = 250;
     while (!stop.signal.aborted) {
       try {
+        if (options.channel) {
+          // What arrived while nobody followed is pushed first.
+          const unread = await daemon.peek() as { items: InboxItem[] };
+          for (const item of unread.items) await onItem(item);
+        }
         await daemon.follow({ mark: options.channel === true }, (i) => {
           delay = 250;
           onItem(i);

@@ -283,6 +283,43 @@ Deno.test("mcp: the SDK client over stdio sends, long-polls, sets state, grants 
     assert.match(textOf(exec), /<awp-untrusted from="bob/);
     assert.match(textOf(exec), /bob-side/);
 
+    // blob fetch: bob sends a file; alice saves it where she wants it.
+    const payload = new Uint8Array(100_000).map((_, i) => (i * 31) % 251);
+    await Deno.writeFile(`${root}/report.bin`, payload);
+    await awpOk(hb, [
+      "send",
+      "--thread",
+      th,
+      "--file",
+      `${root}/report.bin`,
+      "--wait-ack",
+      "20s",
+      "alice",
+      "the report",
+    ]);
+    const withFile = await call(client, "awp_read", {
+      thread: th,
+      wait_seconds: 60,
+    });
+    const ref = textOf(withFile).match(
+      /file report\.bin \(100000 bytes, \w+\) ref (\S+)/,
+    )
+      ?.[1];
+    assert.ok(ref, textOf(withFile));
+    const saveDir = await Deno.makeTempDir({ prefix: "awp-mcp-save-" });
+    try {
+      const fetched = await call(client, "awp_blob_fetch", {
+        ref,
+        path: saveDir,
+        wait_seconds: 60,
+      });
+      assert.ok(!fetched.isError, textOf(fetched));
+      assert.equal(fetched.structuredContent?.path, `${saveDir}/report.bin`);
+      assert.deepEqual(await Deno.readFile(`${saveDir}/report.bin`), payload);
+    } finally {
+      await Deno.remove(saveDir, { recursive: true });
+    }
+
     // Bad input is a clear tool error, not a crash.
     const bad = await call(client, "awp_request", {
       peer: "bob",
@@ -344,8 +381,6 @@ Deno.test("mcp: --channel pushes new messages as notifications/claude/channel, w
         pushed.push(n.params);
       },
     );
-    // The watcher follows the running daemon once initialized.
-    await new Promise((r) => setTimeout(r, 1500));
     await awpOk(hb, ["send", "-s", "Hello", "alice", "pushed text"]);
     const got = await until(
       "the channel notification",
@@ -355,9 +390,11 @@ Deno.test("mcp: --channel pushes new messages as notifications/claude/channel, w
     assert.match(got.content, /untrusted input/);
     assert.equal(got.meta.type, "message");
     assert.match(got.meta.peer, /^bob /);
-    // Pushed counts as read.
-    const r = await call(client, "awp_read");
-    assert.match(textOf(r), /No unread messages/);
+    // Pushed counts as read (the daemon marks it just after the push).
+    await until("the pushed message to count as read", async () => {
+      const s = await awpJson<{ unread: number }>(ha, ["status"]);
+      return s.unread === 0 ? true : undefined;
+    });
   } finally {
     await client?.close();
     await awpDown(ha);
