@@ -93,6 +93,21 @@ function groupedHooks(
   }));
 }
 
+/** Claude Code's hooks file layout, which Codex shares. */
+function claudeStyleHooks(path: string, format: string): ConfigFile {
+  return jsonFile(path, (obj, awp) =>
+    addHooks(
+      obj,
+      groupedHooks(awp, format, {
+        SessionStart: "session-start",
+        UserPromptSubmit: "inbox",
+        PostToolUse: "inbox",
+        Stop: "stop",
+      }, () => ({ timeout: HOOK_TIMEOUT_S })),
+      true,
+    ), removeHooks);
+}
+
 const HARNESSES: Harness[] = [
   {
     id: "claude",
@@ -110,17 +125,7 @@ const HARNESSES: Harness[] = [
           }),
         (obj) => removeEntry(obj, "mcpServers", "awp"),
       ),
-      jsonFile(".claude/settings.json", (obj, awp) =>
-        addHooks(
-          obj,
-          groupedHooks(awp, "claude", {
-            SessionStart: "session-start",
-            UserPromptSubmit: "inbox",
-            PostToolUse: "inbox",
-            Stop: "stop",
-          }, () => ({ timeout: HOOK_TIMEOUT_S })),
-          true,
-        ), removeHooks),
+      claudeStyleHooks(".claude/settings.json", "claude"),
     ],
   },
   {
@@ -138,17 +143,7 @@ const HARNESSES: Harness[] = [
           }),
         uninstall: (text) => removeTomlTable(text, "mcp_servers.awp"),
       },
-      jsonFile(".codex/hooks.json", (obj, awp) =>
-        addHooks(
-          obj,
-          groupedHooks(awp, "codex", {
-            SessionStart: "session-start",
-            UserPromptSubmit: "inbox",
-            PostToolUse: "inbox",
-            Stop: "stop",
-          }, () => ({ timeout: HOOK_TIMEOUT_S })),
-          true,
-        ), removeHooks),
+      claudeStyleHooks(".codex/hooks.json", "codex"),
     ],
   },
   {

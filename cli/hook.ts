@@ -25,7 +25,7 @@ import {
   UNTRUSTED_NOTICE,
   wrapUntrusted,
 } from "./agent_text.ts";
-import type { InboxItem, StatusResult } from "./protocol.ts";
+import type { InboxItem, StatusResult, ThreadRow } from "./protocol.ts";
 
 /** The harness hook output shapes. */
 export type HookFormat = "claude" | "codex" | "gemini" | "cursor" | "text";
@@ -33,15 +33,8 @@ export type HookFormat = "claude" | "codex" | "gemini" | "cursor" | "text";
 /** The moments a hook runs at. */
 export type HookEvent = "session-start" | "inbox" | "stop";
 
-/** One thread as the daemon's `threads` op lists it. */
-export interface HookThread {
-  peer: string;
-  peerName?: string;
-  th: string;
-  subject?: string;
-  mine?: { state: string; ts: string };
-  theirs?: { state: string; ts: string };
-  unread: number;
+/** One thread as the daemon lists it, and whether we answered its latest state. */
+export interface HookThread extends Omit<ThreadRow, "updated"> {
   /** We sent something in the thread after the peer's latest state. */
   answered?: boolean;
 }

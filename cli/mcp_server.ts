@@ -47,6 +47,7 @@ import type {
   RequestResult,
   SendResult,
   StatusResult,
+  ThreadRow,
   WaitResult,
 } from "./protocol.ts";
 
@@ -224,17 +225,6 @@ function peerLine(p: PeerSummary): string {
   }, ${p.openThreads} open threads, ${p.unread} unread, ${p.queued} queued${
     p.caps.length ? `, holds ${p.caps.join(",")} on you` : ""
   }`;
-}
-
-interface ThreadRow {
-  peer: string;
-  peerName?: string;
-  th: string;
-  subject?: string;
-  mine?: { state: string; ts: string };
-  theirs?: { state: string; ts: string };
-  unread: number;
-  updated: string;
 }
 
 function threadLines(rows: ThreadRow[]): string {

@@ -115,3 +115,16 @@ export interface RequestResult {
   /** No answer within the timeout (it may still come, in the thread). */
   timedOut?: boolean;
 }
+
+/** One thread as the `threads` op lists it. */
+export interface ThreadRow {
+  peer: string;
+  peerName?: string;
+  th: string;
+  subject?: string;
+  mine?: { state: string; ts: string };
+  theirs?: { state: string; ts: string };
+  unread: number;
+  /** RFC 3339 local time of the last change. */
+  updated: string;
+}

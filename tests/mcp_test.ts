@@ -12,6 +12,7 @@ import {
 } from "npm:@modelcontextprotocol/sdk@^1.32.2/types.js";
 import { z } from "npm:zod@^4.1.0";
 import { AWP_MOD, awpDown, awpJson, awpOk } from "./helpers/awp_cli.ts";
+import { until } from "./helpers/until.ts";
 
 interface Status {
   key: string;
@@ -32,20 +33,6 @@ async function call(
   return await client.callTool({ name, arguments: args }, undefined, {
     timeout: 120_000,
   }) as CallToolResult & { structuredContent?: Record<string, unknown> };
-}
-
-async function until<T>(
-  what: string,
-  probe: () => Promise<T | undefined>,
-  ms = 30_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  while (true) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 async function mcpClient(
