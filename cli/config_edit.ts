@@ -217,10 +217,25 @@ function isTableHeader(line: string, table: string): boolean {
 export function removeTomlTable(text: string, table: string): string {
   const out: string[] = [];
   let inside = false;
+  let removed: string[] = [];
+  // Comments just above the next table belong to it, not to ours.
+  const keepTrailingComments = () => {
+    let i = removed.length;
+    while (i > 0 && /^\s*(#.*)?$/.test(removed[i - 1])) i--;
+    while (i < removed.length && removed[i].trim() === "") i++;
+    out.push(...removed.slice(i));
+    removed = [];
+  };
   for (const line of text.split("\n")) {
-    if (/^\s*\[/.test(line)) inside = isTableHeader(line, table);
-    if (!inside) out.push(line);
+    if (/^\s*\[/.test(line)) {
+      const ours = isTableHeader(line, table);
+      if (inside && !ours) keepTrailingComments();
+      inside = ours;
+    }
+    if (inside) removed.push(line);
+    else out.push(line);
   }
+  if (inside) keepTrailingComments();
   const result = out.join("\n");
   // Drop the blank lines our table leaves at the end.
   return result.trim() === "" ? "" : result.replace(/\n*$/, "\n");

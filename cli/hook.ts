@@ -49,6 +49,9 @@ export interface HookSnapshot {
   threads?: HookThread[];
 }
 
+/** Longest a hook waits for the daemon. */
+const HOOK_DEADLINE_MS = 3_000;
+
 const FORMATS: readonly HookFormat[] = [
   "claude",
   "codex",
@@ -294,8 +297,10 @@ export async function hookMain(argv: string[]): Promise<number> {
   const control = homePaths(home).control;
   const input = await readInput();
   if (event === "stop" && stopAlreadyContinued(input)) return 0;
+  // Harnesses wait on hooks: a daemon that does not answer is given up on.
+  const deadline = AbortSignal.timeout(HOOK_DEADLINE_MS);
   const call = (op: string, a: Record<string, unknown> = {}) =>
-    controlCall(control, home, op, a);
+    controlCall(control, home, op, a, undefined, deadline);
   let output: string | undefined;
   try {
     // Never starts the daemon: with none running, controlCall fails at once.
@@ -319,9 +324,12 @@ export async function hookMain(argv: string[]): Promise<number> {
   } catch (error) {
     if (error instanceof NoDaemonError) return 0; // nothing to say
     // A hook must not break the session: say why on stderr, print nothing.
-    console.error(
-      `awp hook: ${error instanceof Error ? error.message : String(error)}`,
-    );
+    const why = deadline.aborted
+      ? `the daemon did not answer within ${HOOK_DEADLINE_MS / 1000}s`
+      : error instanceof Error
+      ? error.message
+      : String(error);
+    console.error(`awp hook: ${why}`);
     return 0;
   }
   if (output !== undefined) console.log(output);

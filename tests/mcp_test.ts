@@ -73,7 +73,7 @@ Deno.test("mcp: the SDK client over stdio sends, long-polls, sets state, grants 
       "--listen",
       "tcp:127.0.0.1:0",
       "--serve",
-      "exec",
+      "exec,fs:read",
       "--root",
       root,
     ]);
@@ -269,6 +269,20 @@ Deno.test("mcp: the SDK client over stdio sends, long-polls, sets state, grants 
     assert.equal(result.stdout, `bob-side\n${await Deno.realPath(root)}\n`);
     assert.match(textOf(exec), /<awp-untrusted from="bob/);
     assert.match(textOf(exec), /bob-side/);
+
+    // fs:read: the file comes back from bob's root.
+    await awpOk(hb, ["grant", "alice", "fs:read"]);
+    const read2 = await call(client, "awp_request", {
+      peer: "bob",
+      kind: "fs:read",
+      path: "marker.txt",
+      wait_seconds: 60,
+    });
+    assert.ok(!read2.isError, textOf(read2));
+    assert.match(
+      JSON.stringify(read2.structuredContent?.result),
+      /bob-side/,
+    );
 
     // blob fetch: bob sends a file; alice saves it where she wants it.
     const payload = new Uint8Array(100_000).map((_, i) => (i * 31) % 251);
