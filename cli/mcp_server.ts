@@ -768,6 +768,9 @@ export function createMcpServer(
       wait_seconds: z.number().min(0).max(MAX_WAIT_S).optional().describe(
         "wait this long for a transfer still in progress",
       ),
+      overwrite: z.boolean().optional().describe(
+        "replace a file already at the path",
+      ),
     },
     async (a, extra) => {
       const deadline = Date.now() + seconds(a.wait_seconds, 0) * 1000;
@@ -806,14 +809,17 @@ export function createMcpServer(
         );
       }
       let dest = absolutePath(a.path);
-      try {
-        if ((await Deno.stat(dest)).isDirectory) {
-          const base =
-            (blob.name ?? blob.ref).split("/").pop()!.replace(/^\.+/, "") ||
-            blob.ref;
-          dest = `${dest.replace(/\/$/, "")}/${base}`;
-        }
-      } catch { /* a new file */ }
+      const exists = async (path: string) =>
+        await Deno.lstat(path).then((i) => i, () => undefined);
+      if ((await exists(dest))?.isDirectory) {
+        // The name came from the other agent: its last segment only, no dot files.
+        const base = (blob.name ?? "").split("/").pop()!.replace(/^\.+/, "") ||
+          blob.ref.replace(/[^\w.-]/g, "_").replace(/^\.+/, "") || "blob";
+        dest = `${dest.replace(/\/$/, "")}/${base}`;
+      }
+      if (!a.overwrite && await exists(dest)) {
+        return failure(`${dest} already exists: give overwrite to replace it`);
+      }
       await Deno.copyFile(blob.path, dest);
       return text(
         `Saved ${blob.size} bytes to ${dest}${

@@ -317,6 +317,12 @@ Deno.test("mcp: the SDK client over stdio sends, long-polls, sets state, grants 
       assert.ok(!fetched.isError, textOf(fetched));
       assert.equal(fetched.structuredContent?.path, `${saveDir}/report.bin`);
       assert.deepEqual(await Deno.readFile(`${saveDir}/report.bin`), payload);
+      const twice = await call(client, "awp_blob_fetch", {
+        ref,
+        path: saveDir,
+      });
+      assert.equal(twice.isError, true);
+      assert.match(textOf(twice), /already exists: give overwrite/);
     } finally {
       await Deno.remove(saveDir, { recursive: true });
     }
