@@ -283,20 +283,17 @@ export function createMcpServer(
     server.registerTool(
       name,
       { description, inputSchema: shape, annotations },
-      // deno-lint-ignore no-explicit-any
-      (async (args: any, extra: Extra) => {
+      async (args: unknown, extra: Extra) => {
         try {
-          return await run(args, extra);
+          // The SDK validated args against `shape`.
+          return await run(args as z.infer<z.ZodObject<S>>, extra);
         } catch (error) {
-          if (error instanceof ControlError || error instanceof UsageError) {
-            return failure(error.message);
-          }
+          // Daemon and usage errors are one line already: the model reads them.
           return failure(
             error instanceof Error ? error.message : String(error),
           );
         }
-        // deno-lint-ignore no-explicit-any
-      }) as any,
+      },
     );
   };
 
