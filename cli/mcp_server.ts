@@ -57,6 +57,8 @@ export interface McpServerOptions {
   home: string;
   /** Push new messages as `notifications/claude/channel` (they count as read). */
   channel?: boolean;
+  /** How often a long wait sends a progress notification, ms (15 s). */
+  heartbeatMs?: number;
 }
 
 const USAGE = "awp mcp [--home DIR] [--channel]";
@@ -174,11 +176,12 @@ class DaemonLink {
 }
 
 /**
- * Runs `fn`, sending a progress notification every 15 s when the client
+ * Runs `fn`, sending a progress notification every `everyMs` when the client
  * gave a progress token, so a client that resets its timeout on progress
  * does not give up on a long wait.
  */
 async function withHeartbeat<T>(
+  everyMs: number,
   extra: Extra,
   fn: () => Promise<T>,
 ): Promise<T> {
@@ -190,7 +193,7 @@ async function withHeartbeat<T>(
       method: "notifications/progress",
       params: { progressToken: token, progress: ++n, message: "waiting" },
     }).catch(() => {});
-  }, HEARTBEAT_MS);
+  }, everyMs);
   try {
     return await fn();
   } finally {
@@ -262,6 +265,7 @@ export function createMcpServer(
   options: McpServerOptions,
 ): { server: McpServer; close(): void } {
   const daemon = new DaemonLink(options.home);
+  const heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
   const server = new McpServer(
     { name: "awp", version: config.version },
     { instructions: INSTRUCTIONS },
@@ -491,12 +495,16 @@ export function createMcpServer(
         throw new UsageError("until_state needs thread");
       }
       if (wait > 0 || a.until_state?.length) {
-        const r = await withHeartbeat(extra, () =>
-          daemon.call("wait", {
-            ...filters,
-            ...(a.until_state?.length ? { states: a.until_state } : {}),
-            timeoutMs: (wait || MAX_WAIT_S) * 1000,
-          }, { signal: extra.signal })) as WaitResult;
+        const r = await withHeartbeat(
+          heartbeatMs,
+          extra,
+          () =>
+            daemon.call("wait", {
+              ...filters,
+              ...(a.until_state?.length ? { states: a.until_state } : {}),
+              timeoutMs: (wait || MAX_WAIT_S) * 1000,
+            }, { signal: extra.signal }),
+        ) as WaitResult;
         const body = renderItems(r.items);
         const tail = r.matched !== undefined
           ? `The peer's state is ${r.state ?? "unknown"}${
@@ -703,20 +711,24 @@ export function createMcpServer(
         throw new UsageError("fs:write needs content");
       }
       const wait = seconds(a.wait_seconds, MAX_WAIT_S);
-      const r = await withHeartbeat(extra, () =>
-        daemon.call("request", {
-          to: a.peer,
-          cap: a.kind,
-          data,
-          timeoutMs: wait * 1000,
-          ...(a.thread ? { thread: a.thread } : {}),
-          subject: a.kind === "exec"
-            ? `exec ${Array.isArray(a.cmd) ? a.cmd.join(" ") : a.cmd}`.slice(
-              0,
-              120,
-            )
-            : `${a.kind} ${a.path}`.slice(0, 120),
-        }, { signal: extra.signal })) as RequestResult;
+      const r = await withHeartbeat(
+        heartbeatMs,
+        extra,
+        () =>
+          daemon.call("request", {
+            to: a.peer,
+            cap: a.kind,
+            data,
+            timeoutMs: wait * 1000,
+            ...(a.thread ? { thread: a.thread } : {}),
+            subject: a.kind === "exec"
+              ? `exec ${Array.isArray(a.cmd) ? a.cmd.join(" ") : a.cmd}`.slice(
+                0,
+                120,
+              )
+              : `${a.kind} ${a.path}`.slice(0, 120),
+          }, { signal: extra.signal }),
+      ) as RequestResult;
       threadsChanged(r.th);
       const structured = {
         id: r.id,

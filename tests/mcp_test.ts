@@ -10,7 +10,9 @@ import {
   ResourceListChangedNotificationSchema,
   ResourceUpdatedNotificationSchema,
 } from "npm:@modelcontextprotocol/sdk@^1.32.2/types.js";
+import { InMemoryTransport } from "npm:@modelcontextprotocol/sdk@^1.32.2/inMemory.js";
 import { z } from "npm:zod@^4.1.0";
+import { createMcpServer } from "../cli/mcp_server.ts";
 import { AWP_MOD, awpDown, awpJson, awpOk } from "./helpers/awp_cli.ts";
 import { until } from "./helpers/until.ts";
 
@@ -409,5 +411,36 @@ Deno.test("mcp: --channel pushes new messages as notifications/claude/channel, w
     for (const d of [ha, hb]) {
       await Deno.remove(d, { recursive: true }).catch(() => {});
     }
+  }
+});
+
+Deno.test("mcp: a long wait sends progress notifications and ends with 'nothing new' at its deadline", async () => {
+  const home = await Deno.makeTempDir({ prefix: "awp-mcp-hb-" });
+  const { server, close } = createMcpServer({ home, heartbeatMs: 200 });
+  const client = new Client({ name: "awp-test", version: "1.0.0" });
+  try {
+    await awpOk(home, ["up", "--listen", "tcp:127.0.0.1:0"]);
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await server.connect(serverSide);
+    await client.connect(clientSide);
+    let progress = 0;
+    const r = await client.callTool(
+      { name: "awp_read", arguments: { wait_seconds: 2 } },
+      undefined,
+      {
+        timeout: 60_000,
+        onprogress: () => {
+          progress++;
+        },
+      },
+    ) as CallToolResult & { structuredContent?: Record<string, unknown> };
+    assert.equal(r.structuredContent?.timedOut, true);
+    assert.match(textOf(r), /Nothing new after 2s/);
+    assert.ok(progress >= 1, `progress notifications: ${progress}`);
+  } finally {
+    close();
+    await client.close();
+    await awpDown(home);
+    await Deno.remove(home, { recursive: true }).catch(() => {});
   }
 });
