@@ -1586,10 +1586,14 @@ export class Peer {
     });
   }
 
-  /** On open: keep dialing peers we dialed before that are still wanted. */
+  /**
+   * On open: dial the peers that are still wanted and have an address: those
+   * we dialed, and those that gave theirs (hello.addr, NOTES item 6), so a
+   * listener that restarts with lines for a peer dials it back at once.
+   */
   async #redialKnown(): Promise<void> {
     for (const record of await this.#store.peers()) {
-      if (!record.dialed || record.addresses.length === 0) continue;
+      if (record.addresses.length === 0) continue;
       // Held by a bye (ours or theirs) until something new goes to it.
       if (this.#sup.quiet(record.key)) continue;
       if (await this.#sup.refreshWanted(record.key)) {
