@@ -704,7 +704,9 @@ export class Peer {
   /**
    * Dials `addr`, runs the handshake and resolves with the remote key. The
    * address is remembered: while there is something to deliver or an open
-   * thread, the peer keeps reconnecting to it.
+   * thread (always, with `keep`), the peer keeps reconnecting to it. With
+   * `retry`, a peer that does not answer yet is dialed until it does,
+   * instead of rejecting.
    *
    * @example
    * ```ts
