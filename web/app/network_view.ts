@@ -1,0 +1,257 @@
+/// <reference lib="dom" />
+/**
+ * Network: this peer in the middle, the peers it knows around it (green
+ * line: connected, with the round trip; dashed: away), agents heard only
+ * through presence gossip further out, then a card per peer.
+ *
+ * @module
+ */
+
+import { useState } from "npm:preact@^10.29.8/hooks";
+import type { NetPeer, PresenceDoc, SelfInfo } from "../dashboard_types.ts";
+import { ago, displayName, html, shortKey } from "./html.ts";
+import { act } from "./live_state.ts";
+
+interface Node {
+  key: string;
+  label: string;
+  x: number;
+  y: number;
+  kind: "self" | "up" | "away" | "heard";
+}
+
+const W = 860;
+const H = 440;
+
+function layout(
+  self: SelfInfo,
+  peers: NetPeer[],
+  presence: PresenceDoc[],
+): { nodes: Node[]; edges: Array<[Node, Node, NetPeer | undefined]> } {
+  const cx = W / 2;
+  const cy = H / 2;
+  const me: Node = {
+    key: self.key,
+    label: self.name ?? shortKey(self.key),
+    x: cx,
+    y: cy,
+    kind: "self",
+  };
+  const nodes: Node[] = [me];
+  const edges: Array<[Node, Node, NetPeer | undefined]> = [];
+  const byKey = new Map<string, Node>([[me.key, me]]);
+  peers.forEach((p, i) => {
+    const a = (2 * Math.PI * i) / Math.max(1, peers.length) - Math.PI / 2;
+    const r = Math.min(150, 60 + peers.length * 30);
+    const n: Node = {
+      key: p.key,
+      label: displayName(p),
+      x: cx + Math.cos(a) * r * 1.7,
+      y: cy + Math.sin(a) * r,
+      kind: p.connected ? "up" : "away",
+    };
+    nodes.push(n);
+    byKey.set(p.key, n);
+    edges.push([me, n, p]);
+  });
+  const heard = presence.filter((d) => !byKey.has(d.origin));
+  heard.forEach((d, i) => {
+    const via = byKey.get(d.via) ?? me;
+    const a = Math.atan2(via.y - cy, (via.x - cx) / 1.7) +
+      (i - (heard.length - 1) / 2) * 0.5;
+    const n: Node = {
+      key: d.origin,
+      label: d.name ?? shortKey(d.origin),
+      x: cx + Math.cos(a) * 200 * 1.9,
+      y: cy + Math.sin(a) * 190,
+      kind: "heard",
+    };
+    nodes.push(n);
+    byKey.set(d.origin, n);
+    edges.push([via, n, undefined]);
+  });
+  return { nodes, edges };
+}
+
+function Graph(
+  { self, peers, presence }: {
+    self: SelfInfo;
+    peers: NetPeer[];
+    presence: PresenceDoc[];
+  },
+) {
+  const { nodes, edges } = layout(self, peers, presence);
+  return html`
+    <svg class="graph" viewBox="0 0 ${W} ${H}" role="img"
+      aria-label="network graph">
+        ${edges.map(([a, b, p]) =>
+          html`<g class=${`edge ${b.kind}`}>
+        <line x1=${a.x} y1=${a.y} x2=${b.x} y2=${b.y} />
+        ${
+            p?.connected && p.rtt !== undefined
+              ? html`<text class="rtt" x=${(a.x + b.x) / 2} y=${
+                (a.y + b.y) / 2 - 6
+              }>${p.rtt} ms</text>`
+              : null
+          }
+      </g>`
+        )}
+        ${nodes.map((n) =>
+          html`
+            <g class=${`node ${n.kind}`} data-key=${n.key}>
+              <circle cx=${n.x} cy=${n.y} r=${n.kind === "self" ? 34 : 26} />
+              <text class="initial" x=${n.x} y=${n.y + 6}>${n.label.slice(0, 2)
+                .toUpperCase()}</text>
+              <text class="label" x=${n.x} y=${n.y +
+                (n.kind === "self" ? 54 : 46)}>${n.label}</text>
+            </g>
+          `
+        )}
+      </svg>
+  `;
+}
+
+function GrantForm({ peer }: { peer: NetPeer }) {
+  const [cap, setCap] = useState("fs:read");
+  const [note, setNote] = useState("");
+  const grant = async () => {
+    try {
+      await act("grant", { peer: peer.key, caps: [cap] });
+      setNote(`granted ${cap} for 1h`);
+    } catch (e) {
+      setNote((e as Error).message);
+    }
+  };
+  return html`
+    <div class="grant">
+      <select value=${cap} onChange=${(e: Event) =>
+        setCap((e.target as HTMLSelectElement).value)}>
+          ${["exec", "fs:read", "fs:write", "introduce"].map((c) =>
+            html`<option value=${c}>${c}</option>`
+          )}
+        </select>
+      <button onClick=${grant}>grant</button>
+      <span class="muted">${note}</span>
+    </div>
+  `;
+}
+
+function PeerCard(
+  { p, write, onOpen }: {
+    p: NetPeer;
+    write: boolean;
+    onOpen: (key: string) => void;
+  },
+) {
+  return html`
+    <div class=${`card peer ${p.connected ? "up" : "away"}`}
+      data-key=${p.key}>
+        <div class="card-head">
+          <span class=${`dot ${p.connected ? "up" : "away"}`}></span>
+          <strong class="peer-name">${displayName(p)}</strong>
+          <code class="key">${shortKey(p.key)}</code>
+          <span class=${`badge ${p.connected ? "up" : "away"}`}>${p.connected
+            ? "up"
+            : "down"}</span>
+          ${p.connected && p.rtt !== undefined
+            ? html`<span class="badge">${p.rtt} ms</span>`
+            : null}
+        </div>
+        ${p.about ? html`<p class="about">${p.about}</p>` : null}
+        <dl>
+          <dt>address</dt><dd>${p.addresses[0] ?? "—"}</dd>
+          <dt>caps</dt><dd>${p.caps.length ? p.caps.join(", ") : "—"}</dd>
+          <dt>granted</dt><dd>${p.granted.length
+            ? p.granted.join(", ")
+            : "—"}</dd>
+          <dt>threads</dt><dd>${p.openThreads} open, ${p.unread} unread, ${p
+            .queued} queued</dd>
+          <dt>seen</dt><dd>${p.connected ? "now" : ago(p.lastSeen)}</dd>
+        </dl>
+        <div class="card-foot">
+          <button class="link" onClick=${() => onOpen(p.key)}>threads →</button>
+          ${write ? html`<${GrantForm} peer=${p} />` : null}
+        </div>
+      </div>
+  `;
+}
+
+/** The Network view. */
+export function NetworkView(
+  { self, peers, presence, write, onOpenPeer }: {
+    self: SelfInfo;
+    peers: NetPeer[];
+    presence: PresenceDoc[];
+    write: boolean;
+    onOpenPeer: (key: string) => void;
+  },
+) {
+  const up = peers.filter((p) => p.connected).length;
+  return html`<section class="view network">
+    <div class="self card">
+      <div class="card-head">
+        <span class="dot self"></span>
+        <strong>${self.name ?? "this peer"}</strong>
+        <code class="key" title=${self.key}>${shortKey(self.key)}</code>
+        <span class="muted">${up} of ${peers.length} peers connected</span>
+      </div>
+      <div class="addrs">${self.addrs.map((a) => html`<code>${a}</code>`)}</div>
+    </div>
+    <${Graph} self=${self} peers=${peers} presence=${presence} />
+    <div class="legend">
+      <span><i class="dot up"></i> connected</span>
+      <span><i class="dot away"></i> away</span>
+      <span><i class="dot heard"></i> heard through presence</span>
+    </div>
+    ${
+    peers.length === 0
+      ? html`<p class="empty">No peers yet: <code>awp connect ADDRESS</code></p>`
+      : html`<div class="cards">${
+        peers.map((p) =>
+          html`
+            <${PeerCard} key=${p.key} p=${p} write=${write}
+              onOpen=${onOpenPeer} />
+          `
+        )
+      }</div>`
+  }
+    ${
+    presence.length
+      ? html`
+        <h2>Presence</h2>
+        <table class="grid presence">
+          <thead>
+            <tr>
+              <th>agent</th>
+              <th>hops</th>
+              <th>via</th>
+              <th>harness</th>
+              <th>model</th>
+              <th>unread</th>
+              <th>heard</th>
+            </tr>
+          </thead>
+          <tbody>${presence.map((d) =>
+            html`
+              <tr>
+                <td><strong>${d.name ?? shortKey(d.origin)}</strong>
+                            ${d.about
+                              ? html`<div class="muted">${d.about}</div>`
+                              : null}</td>
+                <td>${d.hops}</td>
+                <td>${displayName(
+                  peers.find((p) => p.key === d.via) ?? { key: d.via },
+                )}</td>
+                <td>${d.harness ?? "—"}</td>
+                <td>${d.model ?? "—"}</td>
+                <td>${d.unread ?? 0}</td>
+                <td>${ago(Date.now() - d.age_ms)}</td>
+              </tr>
+            `
+          )}</tbody>
+        </table>
+      `
+      : null
+  }
+  </section>`;
+}
