@@ -24,6 +24,7 @@ export function dashboardPage(token: string): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">${meta}
 <title>awp dashboard</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/app.css">
 <script type="module" src="/app.js"></script>
 </head>

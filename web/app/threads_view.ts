@@ -15,6 +15,8 @@ export interface ThreadFilter {
   state: string;
 }
 
+const STATES = ["open", "working", "waiting", "done", "failed", "closed"];
+
 function StateChip({ state }: { state?: { state: string; ts: string } }) {
   return state
     ? html`
@@ -34,13 +36,15 @@ export function ThreadsView(
     onOpen: (peer: string, th: string) => void;
   },
 ) {
+  // The usual states always, plus any other word a peer used.
   const states = [
-    ...new Set(
-      threads.flatMap((t) => [t.mine?.state, t.theirs?.state]).filter(
+    ...new Set([
+      ...STATES,
+      ...threads.flatMap((t) => [t.mine?.state, t.theirs?.state]).filter(
         (s): s is string => !!s,
       ),
-    ),
-  ].sort();
+    ]),
+  ];
   const rows = threads.filter((t) =>
     (!filter.peer || t.peer === filter.peer) &&
     (!filter.state ||
