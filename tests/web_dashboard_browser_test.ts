@@ -96,6 +96,7 @@ Deno.test({
     const dir = await Deno.makeTempDir({ prefix: "awp-web-" });
     const alice = `${dir}/alice`;
     const bob = `${dir}/bob`;
+    const carol = `${dir}/carol`;
     const root = `${dir}/bob-work`;
     await Deno.mkdir(root);
     let bobPid = 0;
@@ -117,6 +118,7 @@ Deno.test({
           "tcp:127.0.0.1:0",
           "--web=127.0.0.1:0",
           "--web-write",
+          "--presence",
           "--json",
         ]),
       ) as Status;
@@ -133,9 +135,20 @@ Deno.test({
           "exec",
           "--root",
           root,
+          "--presence",
           "--json",
         ]),
       ) as Status;
+      await awpOk(carol, [
+        "up",
+        "--name",
+        "carol",
+        "--about",
+        "triages CI failures",
+        "--listen",
+        "tcp:127.0.0.1:0",
+        "--presence",
+      ]);
       bobPid = b.pid;
       assert.ok(a.web, "up --web prints the dashboard URL");
       assert.equal(b.web, undefined);
@@ -167,6 +180,8 @@ Deno.test({
         await bobCard.textContent() ?? "",
         /reviews diffs and runs the test suite/,
       );
+      // Carol knows only bob: alice hears of her through presence gossip.
+      await awpOk(carol, ["connect", bobAddr]);
 
       // A conversation appears as msgs are sent, live.
       const sent = JSON.parse(
@@ -247,7 +262,6 @@ Deno.test({
       await page.locator(".filter-state").selectOption("working");
       await row.waitFor();
       await page.locator(".filter-state").selectOption("");
-      await screenshot(page, "threads");
 
       // A blob's bar moves, stops part way while bob is stopped, then finishes.
       const big = `${dir}/build-artifacts.tar`;
@@ -311,7 +325,6 @@ Deno.test({
       await page.locator(".pause").click();
       await page.locator("table.log tr", { hasText: "one more while paused" })
         .first().waitFor();
-      await page.locator(".activity .filter").fill("msg");
       await screenshot(page, "activity");
 
       // A reload loses nothing.
@@ -352,8 +365,33 @@ Deno.test({
       assert.equal(await bobPage.locator(".badge.write").count(), 0);
       await bobPage.close();
 
+      // A second thread, and states on both sides.
+      const flaky = JSON.parse(
+        await awpOk(alice, [
+          "send",
+          "bob",
+          "CI failed twice on main in the KV tests; can you look?",
+          "--subject",
+          "Flaky CI on main",
+          "--json",
+        ]),
+      ) as { th: string };
+      await awpOk(bob, ["state", flaky.th, "done", "--note", "fixed in #42"]);
+      await awpOk(alice, ["state", th, "waiting", "--note", "for the merge"]);
+      await page.goto(`${a.web}#/threads`);
+      await page.locator(".thread-row", { hasText: "Flaky CI on main" })
+        .locator(".st-done").waitFor();
+      await page.locator(".thread-row", { hasText: "Port auth middleware" })
+        .locator(".st-waiting").waitFor();
+      await screenshot(page, "threads");
+
       await page.goto(`${a.web}#/network`);
       await bobCard.waitFor();
+      const heard = page.locator(".node.heard", { hasText: "carol" });
+      await heard.waitFor({ timeout: 30_000 });
+      const carolRow = page.locator("table.presence tr", { hasText: "carol" });
+      await carolRow.waitFor();
+      assert.match(await carolRow.textContent() ?? "", /triages CI failures/);
       await screenshot(page, "network");
       assert.deepEqual(errors, []);
     } finally {
@@ -361,6 +399,7 @@ Deno.test({
       await browser.close().catch(() => {});
       await awpOk(alice, ["down"]).catch(() => {});
       await awpOk(bob, ["down"]).catch(() => {});
+      await awpOk(carol, ["down"]).catch(() => {});
       await Deno.remove(dir, { recursive: true }).catch(() => {});
     }
   },

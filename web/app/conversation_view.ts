@@ -13,6 +13,7 @@ import type {
   Conversation,
   ConversationBlob,
   ConversationItem,
+  ThreadRow,
 } from "../dashboard_types.ts";
 import { highlight } from "./highlight.ts";
 import { bytes, clock, html, shortKey, stateClass } from "./html.ts";
@@ -176,10 +177,12 @@ function Composer(
 
 /** The Conversation view of thread `th` with `peer`. */
 export function ConversationView(
-  { peer, th, selfName, touched, write }: {
+  { peer, th, selfName, touched, write, row }: {
     peer: string;
     th: string;
     selfName: string;
+    /** The thread's record (both states), when listed. */
+    row?: ThreadRow;
     /** Changes whenever the server says the thread changed. */
     touched: number;
     write: boolean;
@@ -213,6 +216,24 @@ export function ConversationView(
     <header class="conv-head">
       <h2>${conv.subject ?? "(no subject)"}</h2>
       <span class="muted">with <strong>${them}</strong> · <code>${th}</code></span>
+      <span class="states">
+        <span class="muted">mine</span>
+        ${
+    row?.mine
+      ? html`<span class=${`chip ${
+        stateClass(row.mine.state)
+      }`}>${row.mine.state}</span>`
+      : html`<span class="muted">—</span>`
+  }
+        <span class="muted">theirs</span>
+        ${
+    row?.theirs
+      ? html`<span class=${`chip ${
+        stateClass(row.theirs.state)
+      }`}>${row.theirs.state}</span>`
+      : html`<span class="muted">—</span>`
+  }
+      </span>
     </header>
     <div class="chat">
       ${

@@ -99,6 +99,9 @@ function App() {
         <${ConversationView} key=${`${route.peer} ${route.th}`}
           peer=${route.peer} th=${route.th} selfName=${selfName}
           touched=${s.touched[`${route.peer} ${route.th}`] ?? 0}
+          row=${s.threads.find((t) =>
+            t.peer === route.peer && t.th === route.th
+          )}
           write=${s.write} />
       `;
       break;

@@ -20,8 +20,13 @@ interface Node {
   kind: "self" | "up" | "away" | "heard";
 }
 
-const W = 860;
-const H = 440;
+const W = 720;
+const H = 380;
+/** The peers' ellipse and the outer one for agents heard through gossip. */
+const PEER_RX = 190;
+const PEER_RY = 115;
+const HEARD_RX = 300;
+const HEARD_RY = 160;
 
 function layout(
   self: SelfInfo,
@@ -40,14 +45,16 @@ function layout(
   const nodes: Node[] = [me];
   const edges: Array<[Node, Node, NetPeer | undefined]> = [];
   const byKey = new Map<string, Node>([[me.key, me]]);
+  const angles = new Map<string, number>();
   peers.forEach((p, i) => {
-    const a = (2 * Math.PI * i) / Math.max(1, peers.length) - Math.PI / 2;
-    const r = Math.min(150, 60 + peers.length * 30);
+    // From the right, clockwise: one peer sits beside us, two either side.
+    const a = (2 * Math.PI * i) / Math.max(1, peers.length);
+    angles.set(p.key, a);
     const n: Node = {
       key: p.key,
       label: displayName(p),
-      x: cx + Math.cos(a) * r * 1.7,
-      y: cy + Math.sin(a) * r,
+      x: cx + Math.cos(a) * PEER_RX,
+      y: cy + Math.sin(a) * PEER_RY,
       kind: p.connected ? "up" : "away",
     };
     nodes.push(n);
@@ -55,22 +62,32 @@ function layout(
     edges.push([me, n, p]);
   });
   const heard = presence.filter((d) => !byKey.has(d.origin));
-  heard.forEach((d, i) => {
+  const perVia = new Map<string, number>();
+  for (const d of heard) {
     const via = byKey.get(d.via) ?? me;
-    const a = Math.atan2(via.y - cy, (via.x - cx) / 1.7) +
-      (i - (heard.length - 1) / 2) * 0.5;
+    const k = perVia.get(via.key) ?? 0;
+    perVia.set(via.key, k + 1);
+    const base = angles.get(via.key) ?? 0;
+    const a = base + (k % 2 ? -1 : 1) * Math.ceil(k / 2) * 0.35;
     const n: Node = {
       key: d.origin,
       label: d.name ?? shortKey(d.origin),
-      x: cx + Math.cos(a) * 200 * 1.9,
-      y: cy + Math.sin(a) * 190,
+      x: cx + Math.cos(a) * HEARD_RX,
+      y: cy + Math.sin(a) * HEARD_RY,
       kind: "heard",
     };
     nodes.push(n);
     byKey.set(d.origin, n);
     edges.push([via, n, undefined]);
-  });
+  }
   return { nodes, edges };
+}
+
+function edgeLabel(b: Node, p: NetPeer | undefined): string {
+  if (b.kind === "heard") return "gossip";
+  if (!p) return "";
+  if (!p.connected) return "away";
+  return p.rtt !== undefined ? `${p.rtt} ms` : "up";
 }
 
 function Graph(
@@ -85,16 +102,13 @@ function Graph(
     <svg class="graph" viewBox="0 0 ${W} ${H}" role="img"
       aria-label="network graph">
         ${edges.map(([a, b, p]) =>
-          html`<g class=${`edge ${b.kind}`}>
-        <line x1=${a.x} y1=${a.y} x2=${b.x} y2=${b.y} />
-        ${
-            p?.connected && p.rtt !== undefined
-              ? html`<text class="rtt" x=${(a.x + b.x) / 2} y=${
-                (a.y + b.y) / 2 - 6
-              }>${p.rtt} ms</text>`
-              : null
-          }
-      </g>`
+          html`
+            <g class=${`edge ${b.kind}`}>
+              <line x1=${a.x} y1=${a.y} x2=${b.x} y2=${b.y} />
+              <text class="rtt" x=${(a.x + b.x) / 2} y=${(a.y + b.y) / 2 -
+                8}>${edgeLabel(b, p)}</text>
+            </g>
+          `
         )}
         ${nodes.map((n) =>
           html`
@@ -197,13 +211,16 @@ export function NetworkView(
       </div>
       <div class="addrs">${self.addrs.map((a) => html`<code>${a}</code>`)}</div>
     </div>
-    <${Graph} self=${self} peers=${peers} presence=${presence} />
-    <div class="legend">
-      <span><i class="dot up"></i> connected</span>
-      <span><i class="dot away"></i> away</span>
-      <span><i class="dot heard"></i> heard through presence</span>
-    </div>
-    ${
+    <div class="net-top">
+      <div class="net-graph">
+        <${Graph} self=${self} peers=${peers} presence=${presence} />
+        <div class="legend">
+          <span><i class="dot up"></i> connected</span>
+          <span><i class="dot away"></i> away</span>
+          <span><i class="dot heard"></i> heard through presence</span>
+        </div>
+      </div>
+      ${
     peers.length === 0
       ? html`<p class="empty">No peers yet: <code>awp connect ADDRESS</code></p>`
       : html`<div class="cards">${
@@ -215,6 +232,7 @@ export function NetworkView(
         )
       }</div>`
   }
+    </div>
     ${
     presence.length
       ? html`
