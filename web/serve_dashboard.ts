@@ -244,7 +244,6 @@ export async function serveDashboard(
           } catch { /* already closed */ }
         };
         streams.add(stop);
-        req.signal.addEventListener("abort", () => stop(), { once: true });
       },
       cancel() {
         stop();
