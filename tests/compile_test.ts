@@ -232,3 +232,39 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name: "compiled awp serves the dashboard with its embedded page and script",
+  ignore: unavailable !== undefined,
+  async fn() {
+    const bin = await build();
+    const cwd = await Deno.makeTempDir({ prefix: "awp_compile_web_" });
+    const awp = (args: string[]) =>
+      new Deno.Command(bin, {
+        args,
+        cwd,
+        env: { AWP_HOME: `${cwd}/home` },
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+    try {
+      const up = await awp([
+        "up",
+        "--listen",
+        "tcp:127.0.0.1:0",
+        "--web=127.0.0.1:0",
+        "--json",
+      ]);
+      const dec = new TextDecoder();
+      assert.ok(up.success, dec.decode(up.stderr));
+      const { web } = JSON.parse(dec.decode(up.stdout)) as { web: string };
+      const page = await (await fetch(web)).text();
+      assert.match(page, /src="\/app.js"/);
+      const { APP_JS } = await import("../web/app_bundle.generated.ts");
+      assert.equal(await (await fetch(new URL("/app.js", web))).text(), APP_JS);
+    } finally {
+      await awp(["down"]);
+      await Deno.remove(cwd, { recursive: true });
+    }
+  },
+});
