@@ -129,7 +129,9 @@ Deno.test({
 class Events {
   #reader: ReadableStreamDefaultReader<string>;
   #buffer = "";
-  constructor(stream: ReadableStream<Uint8Array>) {
+  // BufferSource: what TextDecoderStream takes under the DOM types too
+  // (the dashboard's page, web/app/, brings them into `deno check .`).
+  constructor(stream: ReadableStream<BufferSource>) {
     this.#reader = stream.pipeThrough(new TextDecoderStream()).getReader();
   }
   /** The next event matching `match`, skipping others; fails after 20 s. */

@@ -1,4 +1,3 @@
-/// <reference lib="dom" />
 /**
  * Activity: the traffic log, newest first, with a pause (the list stops
  * moving; lines keep arriving underneath) and a filter.

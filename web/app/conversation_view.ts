@@ -1,4 +1,3 @@
-/// <reference lib="dom" />
 /**
  * Conversation: one thread as a chat. Text shows as text (never HTML),
  * code highlighted, data pretty-printed, blobs with size and a download

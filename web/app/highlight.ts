@@ -1,4 +1,3 @@
-/// <reference lib="dom" />
 /**
  * Code highlighting as Preact nodes: lowlight tokenizes into a syntax tree
  * and we turn its elements into spans, so code is never parsed as HTML.

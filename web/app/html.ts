@@ -1,4 +1,3 @@
-/// <reference lib="dom" />
 /**
  * Preact bound to htm, and the small formatting helpers every view uses.
  *

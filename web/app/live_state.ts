@@ -1,4 +1,3 @@
-/// <reference lib="dom" />
 /**
  * The page's state, fed by the server-sent event stream: a snapshot first,
  * then changes. The browser's EventSource reconnects by itself and sends

@@ -1,4 +1,3 @@
-/// <reference lib="dom" />
 /**
  * The dashboard page: tabs over one live state, routed by the URL hash
  * (`#/network`, `#/threads`, `#/c/PEER/TH`, `#/transfers`, `#/activity`).

@@ -1,4 +1,3 @@
-/// <reference lib="dom" />
 /**
  * Network: this peer in the middle, the peers it knows around it (green
  * line: connected, with the round trip; dashed: away), agents heard only
@@ -79,6 +78,15 @@ function layout(
     nodes.push(n);
     byKey.set(d.origin, n);
     edges.push([via, n, undefined]);
+  }
+  // Centre the drawing (one peer would otherwise leave half the box empty).
+  const xs = nodes.map((n) => n.x);
+  const ys = nodes.map((n) => n.y);
+  const dx = W / 2 - (Math.min(...xs) + Math.max(...xs)) / 2;
+  const dy = H / 2 - (Math.min(...ys) + Math.max(...ys)) / 2;
+  for (const n of nodes) {
+    n.x += dx;
+    n.y += dy;
   }
   return { nodes, edges };
 }

@@ -1,4 +1,3 @@
-/// <reference lib="dom" />
 /**
  * Threads: every thread with both sides' states, unread counts and last
  * activity, filtered by peer and by state.

@@ -1,4 +1,3 @@
-/// <reference lib="dom" />
 /**
  * Transfers: blobs in flight with progress bars and rates, then the
  * finished ones.
