@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { Peer } from "../actors/peer.ts";
 import { serveDashboard } from "../web/serve_dashboard.ts";
 import type { Conversation, Snapshot } from "../web/dashboard_types.ts";
+import { awpOk, runAwp } from "./helpers/run_awp.ts";
 
 const fast = { timeouts: { pingInterval: 0, bye: 1000 } };
 
@@ -317,4 +318,42 @@ Deno.test("dashboard bundle: web/app_bundle.generated.ts matches web/app/", asyn
     stderr: "piped",
   }).output();
   assert.ok(success, new TextDecoder().decode(stderr));
+});
+
+Deno.test({
+  name:
+    "awp web: a bad --listen is one usage line; on a running daemon it serves once and status shows it",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const home = await Deno.makeTempDir({ prefix: "awp-webcli-" });
+    try {
+      const bad = await runAwp(home, ["web", "--listen", "nowhere"]);
+      assert.equal(bad.code, 2);
+      assert.equal(
+        bad.stderr.trim(),
+        'awp: bad --listen "nowhere": use HOST:PORT',
+      );
+      await awpOk(home, ["up", "--listen", "tcp:127.0.0.1:0"]);
+      const first = JSON.parse(
+        await awpOk(home, ["web", "--listen", "127.0.0.1:0", "--json"]),
+      ) as { url: string; write: boolean };
+      assert.match(first.url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
+      assert.equal(first.write, false);
+      // Asked again (with --write): the same server, and a note saying why
+      // the page stays read-only.
+      const again = await runAwp(home, ["web", "--write"]);
+      assert.equal(again.code, 0, again.stderr);
+      assert.equal(again.stdout.trim(), first.url);
+      assert.match(again.stderr, /read-only/);
+      assert.match(
+        await awpOk(home, ["status"]),
+        /^web http:\/\/127\.0\.0\.1/m,
+      );
+      assert.equal((await fetch(first.url)).status, 200);
+    } finally {
+      await runAwp(home, ["down"]);
+      await Deno.remove(home, { recursive: true });
+    }
+  },
 });
