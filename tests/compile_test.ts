@@ -75,11 +75,13 @@ function build(): Promise<string> {
   return built;
 }
 
+/** Runs `bin` in `dir` (a fresh temp dir, removed after, when not given). */
 async function run(
   bin: string,
   args: string[],
+  dir?: string,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
-  const cwd = await Deno.makeTempDir({ prefix: "awp_compile_cwd_" });
+  const cwd = dir ?? await Deno.makeTempDir({ prefix: "awp_compile_cwd_" });
   try {
     const out = await new Deno.Command(bin, {
       args,
@@ -95,7 +97,7 @@ async function run(
       stderr: dec.decode(out.stderr),
     };
   } finally {
-    await Deno.remove(cwd, { recursive: true });
+    if (!dir) await Deno.remove(cwd, { recursive: true });
   }
 }
 
@@ -241,14 +243,7 @@ Deno.test({
   async fn() {
     const bin = await build();
     const cwd = await Deno.makeTempDir({ prefix: "awp_compile_web_" });
-    const awp = (args: string[]) =>
-      new Deno.Command(bin, {
-        args,
-        cwd,
-        env: { AWP_HOME: `${cwd}/home` },
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
+    const awp = (args: string[]) => run(bin, args, cwd);
     try {
       const up = await awp([
         "up",
@@ -257,9 +252,8 @@ Deno.test({
         "--web=127.0.0.1:0",
         "--json",
       ]);
-      const dec = new TextDecoder();
-      assert.ok(up.success, dec.decode(up.stderr));
-      const { web } = JSON.parse(dec.decode(up.stdout)) as { web: string };
+      assert.equal(up.code, 0, up.stderr);
+      const { web } = JSON.parse(up.stdout) as { web: string };
       const page = await (await fetch(web)).text();
       assert.match(page, /src="\/app.js"/);
       const { APP_JS } = await import("../web/app_bundle.generated.ts");

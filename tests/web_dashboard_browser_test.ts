@@ -12,29 +12,10 @@
 import assert from "node:assert/strict";
 import type { Page } from "npm:playwright-core@^1.65.1";
 import { awpOk } from "./helpers/run_awp.ts";
-
-const CHROMIUM = "/usr/bin/chromium";
-
-function browserMissing(): string | undefined {
-  try {
-    Deno.statSync(CHROMIUM);
-    return undefined;
-  } catch {
-    return `no browser at ${CHROMIUM} (apt-get install -y chromium)`;
-  }
-}
+import { browserMissing, CHROMIUM, LAUNCH_ARGS } from "./helpers/chromium.ts";
 
 const missing = browserMissing();
 if (missing) console.warn(`web_dashboard_browser_test skipped: ${missing}`);
-
-const LAUNCH_ARGS = [
-  "--no-sandbox",
-  "--disable-background-networking",
-  "--disable-gpu",
-  "--no-first-run",
-  "--disable-component-update",
-  "--disable-sync",
-];
 
 const OUTPUT = new URL("./output/dashboard/", import.meta.url).pathname;
 const DOCS = new URL("../docs/dashboard/", import.meta.url).pathname;
@@ -104,7 +85,7 @@ Deno.test({
     const browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
-      args: LAUNCH_ARGS,
+      args: [...LAUNCH_ARGS],
     });
     try {
       const a = JSON.parse(
