@@ -61,6 +61,8 @@ export interface DashboardFeedOptions {
 }
 
 const LINE_CLIP = 2000;
+/** The replay buffer's bound in bytes too (full peer and thread lists repeat). */
+const RING_BYTES = 8 * 1024 * 1024;
 const REFRESH_MS = 60;
 const PROGRESS_MS = 100;
 const FINISHED = new Set(["done", "complete", "refused", "failed"]);
@@ -86,6 +88,9 @@ export class DashboardFeed {
   readonly #run = crypto.randomUUID().slice(0, 8);
   #n = 0;
   #ring: Array<FeedEvent & { n: number }> = [];
+  #ringBytes = 0;
+  /** A list refresh was skipped while nobody watched. */
+  #stale = false;
   #subs = new Set<(e: FeedEvent) => void>();
   #live = new Map<string, Transfer>();
   #lastProgress = new Map<string, number>();
@@ -146,6 +151,8 @@ export class DashboardFeed {
       }
       for (const e of this.#ring) if (e.n > from) send(e);
       ready = true;
+      // Lists not recomputed while nobody watched: send them fresh.
+      if (after !== undefined && this.#stale) this.#refreshLists();
     };
     start().catch(() => {});
     return () => {
@@ -334,8 +341,12 @@ export class DashboardFeed {
       data: JSON.stringify(value),
     };
     this.#ring.push(e);
-    if (this.#ring.length > this.#o.replay) {
-      this.#ring.splice(0, this.#ring.length - this.#o.replay);
+    this.#ringBytes += e.data.length;
+    while (
+      this.#ring.length > this.#o.replay ||
+      (this.#ringBytes > RING_BYTES && this.#ring.length > 1)
+    ) {
+      this.#ringBytes -= this.#ring.shift()!.data.length;
     }
     for (const s of this.#subs) s(e);
   }
@@ -352,15 +363,37 @@ export class DashboardFeed {
     );
   }
 
+  /** False (and marks the lists stale) when no page watches. */
+  #watched(): boolean {
+    if (this.#subs.size === 0) this.#stale = true;
+    return this.#subs.size > 0;
+  }
+
+  #refreshLists(): void {
+    this.#stale = false;
+    this.#refreshPeers();
+    this.#refreshThreads();
+    this.#refreshPresence();
+  }
+
+  // A snapshot reads everything afresh, so lists are only recomputed for
+  // pages that are watching.
   #refreshPeers(): void {
+    if (!this.#watched()) return;
     this.#soon("peers", async () => this.#push("peers", await this.peers()));
   }
 
   #refreshThreads(): void {
+    if (!this.#watched()) return;
     this.#soon(
       "threads",
       async () => this.#push("threads", await this.threads()),
     );
+  }
+
+  #refreshPresence(): void {
+    if (!this.#watched()) return;
+    this.#soon("presence", () => this.#push("presence", this.presence()));
   }
 
   #touch(peer: string, th: string | undefined): void {
@@ -418,9 +451,7 @@ export class DashboardFeed {
         this.#names.delete(ev.peer);
         return this.#refreshPeers();
       case "presence":
-        return this.#soon("presence", () => {
-          this.#push("presence", this.presence());
-        });
+        return this.#refreshPresence();
       case "message":
       case "state":
       case "acked":

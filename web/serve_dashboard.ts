@@ -46,8 +46,8 @@ const GRANTABLE = new Set([
   "introduce",
   "admin",
 ]);
-/** A stream whose reader stopped reading is cut off past this. */
-const MAX_QUEUED_EVENTS = 2000;
+/** A stream whose reader stopped reading is cut off past this many bytes queued. */
+const MAX_QUEUED_BYTES = 16 * 1024 * 1024;
 const KEEPALIVE_MS = 15_000;
 
 const SECURITY_HEADERS: Record<string, string> = {
@@ -218,7 +218,7 @@ export async function serveDashboard(
         let open = true;
         const put = (chunk: string) => {
           if (!open) return;
-          if ((controller.desiredSize ?? 0) < -MAX_QUEUED_EVENTS) {
+          if ((controller.desiredSize ?? 0) < -MAX_QUEUED_BYTES) {
             stop();
             return;
           }
@@ -248,7 +248,7 @@ export async function serveDashboard(
       cancel() {
         stop();
       },
-    }, { highWaterMark: 1 });
+    }, new ByteLengthQueuingStrategy({ highWaterMark: 64 * 1024 }));
     return new Response(body, {
       headers: {
         ...SECURITY_HEADERS,
