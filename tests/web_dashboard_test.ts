@@ -324,7 +324,7 @@ Deno.test("dashboard bundle: web/app_bundle.generated.ts matches web/app/", asyn
 
 Deno.test({
   name:
-    "awp web: a bad --listen is one usage line; on a running daemon it serves once and status shows it",
+    "awp web: a bad --listen is one usage line; starts the daemon when none runs; serves once; status shows it",
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
@@ -336,7 +336,7 @@ Deno.test({
         bad.stderr.trim(),
         'awp: bad --listen "nowhere": use HOST:PORT',
       );
-      await awpOk(home, ["up", "--listen", "tcp:127.0.0.1:0"]);
+      // No daemon yet: `awp web` starts one with the dashboard on.
       const first = JSON.parse(
         await awpOk(home, ["web", "--listen", "127.0.0.1:0", "--json"]),
       ) as { url: string; write: boolean };
