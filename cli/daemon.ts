@@ -342,20 +342,23 @@ class Daemon {
           return this.#fail(oneLine(error));
         }
       }
-      if (this.#o.web !== undefined) {
-        try {
-          await this.#serveWeb(this.#o.web, this.#o.webWrite === true, []);
-        } catch (error) {
-          await this.#inspector?.close();
-          await this.#peer.close();
-          return this.#fail(oneLine(error));
-        }
-      }
       this.#control = await ControlServer.listen(
         this.#paths.control,
         (req, emit, signal) => this.#handle(req, emit, signal),
       );
       const pump = this.#pump();
+      // After the pump: the first event stream gets the events since open.
+      if (this.#o.web !== undefined) {
+        try {
+          await this.#serveWeb(this.#o.web, this.#o.webWrite === true, []);
+        } catch (error) {
+          await this.#control.close();
+          await this.#inspector?.close();
+          await this.#peer.close();
+          await pump;
+          return this.#fail(oneLine(error));
+        }
+      }
       const onSignal = () => this.#stop();
       Deno.addSignalListener("SIGINT", onSignal);
       Deno.addSignalListener("SIGTERM", onSignal);
