@@ -141,14 +141,7 @@ Deno.test({
     const browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
-      args: [
-        "--no-sandbox",
-        "--disable-background-networking",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
+      args: [...LAUNCH_ARGS],
     });
     let page: import("npm:playwright-core@^1.65.1").Page | undefined;
     try {

@@ -11,7 +11,7 @@
  */
 import assert from "node:assert/strict";
 import type { Page } from "npm:playwright-core@^1.65.1";
-import { awpOk } from "./helpers/run_awp.ts";
+import { awpOk } from "./helpers/awp_cli.ts";
 import { browserMissing, CHROMIUM, LAUNCH_ARGS } from "./helpers/chromium.ts";
 
 const missing = browserMissing();

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { Peer } from "../actors/peer.ts";
 import { serveDashboard } from "../web/serve_dashboard.ts";
 import type { Conversation, Snapshot } from "../web/dashboard_types.ts";
-import { awpOk, runAwp } from "./helpers/run_awp.ts";
+import { awp, awpOk } from "./helpers/awp_cli.ts";
 
 const fast = { timeouts: { pingInterval: 0, bye: 1000 } };
 
@@ -330,7 +330,7 @@ Deno.test({
   async fn() {
     const home = await Deno.makeTempDir({ prefix: "awp-webcli-" });
     try {
-      const bad = await runAwp(home, ["web", "--listen", "nowhere"]);
+      const bad = await awp(home, ["web", "--listen", "nowhere"]);
       assert.equal(bad.code, 2);
       assert.equal(
         bad.stderr.trim(),
@@ -344,7 +344,7 @@ Deno.test({
       assert.equal(first.write, false);
       // Asked again (with --write): the same server, and a note saying why
       // the page stays read-only.
-      const again = await runAwp(home, ["web", "--write"]);
+      const again = await awp(home, ["web", "--write"]);
       assert.equal(again.code, 0, again.stderr);
       assert.equal(again.stdout.trim(), first.url);
       assert.match(again.stderr, /read-only/);
@@ -354,7 +354,7 @@ Deno.test({
       );
       assert.equal((await fetch(first.url)).status, 200);
     } finally {
-      await runAwp(home, ["down"]);
+      await awp(home, ["down"]);
       await Deno.remove(home, { recursive: true });
     }
   },

@@ -9,7 +9,11 @@
  */
 
 import type { Peer } from "../actors/peer.ts";
-import type { PeerEvent, ProgressEvent } from "../actors/peer_events.ts";
+import type {
+  ConnectedEvent,
+  PeerEvent,
+  ProgressEvent,
+} from "../actors/peer_events.ts";
 import type { BlobRecord, LogEntry } from "../storage/store.ts";
 import type {
   ActivityLine,
@@ -97,6 +101,8 @@ export class DashboardFeed {
   #timers = new Map<string, ReturnType<typeof setTimeout>>();
   #names = new Map<string, string | undefined>();
   #events: AsyncIterableIterator<PeerEvent>;
+  /** Connected peers whose record may not be stored yet. */
+  #hellos = new Map<string, ConnectedEvent>();
   /** Resolves when the Peer's event stream ended. */
   readonly closed: Promise<void>;
 
@@ -193,6 +199,23 @@ export class DashboardFeed {
   async peers(): Promise<NetPeer[]> {
     const peer = this.#src.peer;
     const records = await peer.peers();
+    // A new peer's record is stored just after its `connected` event: until
+    // then it is drawn from what its hello said.
+    for (const [key, hello] of this.#hellos) {
+      if (records.some((r) => r.key === key)) this.#hellos.delete(key);
+      else {
+        records.push({
+          key,
+          ...(hello.name ? { name: hello.name } : {}),
+          ...(hello.about ? { about: hello.about } : {}),
+          caps: hello.caps,
+          addresses: hello.dialed ? [hello.remoteAddr] : [],
+          firstSeen: Date.now(),
+          lastSeen: Date.now(),
+          connected: true,
+        });
+      }
+    }
     const counts = new Map(
       (await (this.#src.counts?.() ?? this.#countsFromStore()))
         .map((c) => [c.key, c]),
@@ -352,14 +375,18 @@ export class DashboardFeed {
   }
 
   /** Runs `refresh` once shortly after the last of a burst of calls. */
-  #soon(key: string, refresh: () => Promise<void> | void): void {
+  #soon(
+    key: string,
+    refresh: () => Promise<void> | void,
+    delayMs = REFRESH_MS,
+  ): void {
     if (this.#timers.has(key)) return;
     this.#timers.set(
       key,
       setTimeout(() => {
         this.#timers.delete(key);
         Promise.resolve(refresh()).catch(() => {});
-      }, REFRESH_MS),
+      }, delayMs),
     );
   }
 
@@ -443,7 +470,18 @@ export class DashboardFeed {
       case "progress":
         return this.#progress(ev);
       case "connected":
+        this.#hellos.set(ev.peer, ev);
+        if (this.#hellos.size > 1000) {
+          this.#hellos.delete(this.#hellos.keys().next().value!);
+        }
+        this.#names.delete(ev.peer);
+        // Again once the record (addresses, first seen) is stored.
+        this.#soon("peers settled", () => this.#refreshPeers(), 1000);
+        return this.#refreshPeers();
       case "disconnected":
+        this.#hellos.delete(ev.peer);
+        this.#names.delete(ev.peer);
+        return this.#refreshPeers();
       case "bye":
       case "grant":
       case "introduced":

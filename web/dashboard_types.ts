@@ -6,6 +6,8 @@
  * @module
  */
 
+import type { ThreadRow } from "../cli/protocol.ts";
+
 /** This peer. */
 export interface SelfInfo {
   key: string;
@@ -55,18 +57,8 @@ export interface PresenceDoc {
   age_ms: number;
 }
 
-/** One thread as the Threads view lists it. */
-export interface ThreadRow {
-  peer: string;
-  peerName?: string;
-  th: string;
-  subject?: string;
-  mine?: { state: string; ts: string };
-  theirs?: { state: string; ts: string };
-  unread: number;
-  /** RFC 3339, last activity. */
-  updated: string;
-}
+/** One thread as the Threads view lists it (as the daemon's `threads` op). */
+export type { ThreadRow };
 
 /** A blob transfer, in flight or finished. */
 export interface Transfer {
