@@ -327,6 +327,10 @@ Deno.test({
       await page.locator(".composer button.primary").click();
       await page.locator(".msg.out", { hasText: "Thanks, merging now." })
         .waitFor();
+      await page.locator(".composer select").selectOption("done");
+      await page.locator(".composer button", { hasText: "set state" }).click();
+      await page.locator(".state-line", { hasText: "alice set" })
+        .locator(".st-done").waitFor();
       const read = JSON.parse(
         await awpOk(bob, ["read", th, "--json"]),
       ) as { items: Array<{ text?: string }> };
@@ -367,6 +371,11 @@ Deno.test({
 
       await page.goto(`${a.web}#/network`);
       await bobCard.waitFor();
+      // --web-write: a grant from the peer's card.
+      await bobCard.locator(".grant select").selectOption("fs:read");
+      await bobCard.locator(".grant button").click();
+      await bobCard.getByText("granted fs:read for 1h").waitFor();
+      await bobCard.locator("dd", { hasText: /^fs:read$/ }).waitFor();
       const heard = page.locator(".node.heard", { hasText: "carol" });
       await heard.waitFor({ timeout: 30_000 });
       const carolRow = page.locator("table.presence tr", { hasText: "carol" });

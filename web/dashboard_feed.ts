@@ -464,7 +464,8 @@ export class DashboardFeed {
         if (m.t === "msg" || m.t === "state" || m.t === "ack") {
           this.#touch(ev.peer, th);
         }
-        if (m.t === "pong") this.#refreshPeers();
+        // A round trip measured; a grant issued or received changes caps.
+        if (m.t === "pong" || m.t === "grant") this.#refreshPeers();
         return;
       }
       case "progress":
