@@ -359,3 +359,38 @@ Deno.test({
     }
   },
 });
+
+Deno.test("tailLog: the newest entries of a forward-only log, across gaps", async () => {
+  const { tailLog } = await import("../web/tail_log.ts");
+  // Seqs 0..2999 with every third one missing (retention, replays).
+  const entries = Array.from({ length: 3000 }, (_, i) => i)
+    .filter((i) => i % 3 !== 1)
+    .map((seq) => ({
+      seq,
+      peer: "p",
+      dir: "in" as const,
+      t: "msg",
+      line: "{}",
+      at: 0,
+    }));
+  let reads = 0;
+  const source = {
+    log: ({ after = -1, limit = Infinity }) => {
+      reads++;
+      return Promise.resolve(
+        entries.filter((e) => e.seq > after).slice(0, limit),
+      );
+    },
+  };
+  const last = await tailLog(source, 300);
+  assert.equal(last.length, 300);
+  assert.deepEqual(last.slice(-2).map((e) => e.seq), [2997, 2999]);
+  assert.deepEqual(last, entries.slice(-300));
+  assert.ok(reads < 40, `${reads} reads`);
+  assert.deepEqual(
+    (await tailLog(source, 5000)).length,
+    entries.length,
+    "asking for more than there is gives all",
+  );
+  assert.deepEqual(await tailLog({ log: () => Promise.resolve([]) }, 10), []);
+});

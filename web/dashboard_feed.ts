@@ -15,6 +15,7 @@ import type {
   ProgressEvent,
 } from "../actors/peer_events.ts";
 import type { BlobRecord, LogEntry } from "../storage/store.ts";
+import { tailLog } from "./tail_log.ts";
 import type {
   ActivityLine,
   DashboardEvents,
@@ -556,28 +557,4 @@ function toActivity(e: LogEntry): ActivityLine {
     ...(e.th ? { th: e.th } : {}),
     line: clip(e.line),
   };
-}
-
-/**
- * The newest `count` entries of the traffic log, oldest first. The log is
- * read forward only, so the newest seq is found by bisection first.
- */
-async function tailLog(peer: Peer, count: number): Promise<LogEntry[]> {
-  const exists = async (after: number) =>
-    (await peer.log({ after, limit: 1 })).length > 0;
-  if (count <= 0 || !(await exists(-1))) return [];
-  let lo = -1; // an entry exists after lo
-  let hi = 1024;
-  while (await exists(hi)) {
-    lo = hi;
-    hi *= 2;
-  }
-  // Now: something after lo, nothing after hi.
-  while (hi - lo > 1) {
-    const mid = Math.floor((lo + hi) / 2);
-    if (await exists(mid)) lo = mid;
-    else hi = mid;
-  }
-  const entries = await peer.log({ after: Math.max(-1, hi - count * 2) });
-  return entries.slice(-count);
 }
