@@ -5,20 +5,7 @@
 
 import assert from "node:assert/strict";
 import { Peer } from "../actors/peer.ts";
-
-async function until<T>(
-  check: () => Promise<T | undefined>,
-  what: string,
-  ms = 10_000,
-): Promise<T> {
-  const start = Date.now();
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() - start > ms) throw new Error(`timed out waiting: ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+import { until } from "./helpers/until.ts";
 
 Deno.test("peers: unreachable since … while the dialer keeps failing", async () => {
   const dir = await Deno.makeTempDir();
@@ -29,20 +16,20 @@ Deno.test("peers: unreachable since … while the dialer keeps failing", async (
     await b.listen(address);
     const key = await a.connect(address, { keep: true });
     await b.close();
-    const down = await until(async () => {
+    const down = await until("unreachable", async () => {
       const p = (await a.peers()).find((p) => p.key === key);
       return p?.unreachable?.error ? p : undefined;
-    }, "unreachable");
+    });
     assert.equal(down.connected, false);
     assert.ok(Date.parse(down.unreachable!.since) <= Date.now());
     assert.match(down.unreachable!.error!, /no such socket|refused/);
     // Back with the same identity: reached again, no longer unreachable.
     b = await Peer.open({ home: `${dir}/b`, name: "b" });
     await b.listen(address);
-    const up = await until(async () => {
+    const up = await until("reconnected", async () => {
       const p = (await a.peers()).find((p) => p.key === key);
       return p?.connected ? p : undefined;
-    }, "reconnected");
+    });
     assert.equal(up.unreachable, undefined);
   } finally {
     await a.close();
