@@ -566,7 +566,8 @@ export class Connection {
     if (this.#done) return;
     const events = this.#reader.push(chunk);
     if (events.length === 0) return;
-    this.#event({ type: "RECEIVED" });
+    // Only liveness (open) listens: a handshake line is not worth a macrostep.
+    if (this.#opened) this.#event({ type: "RECEIVED" });
     const batch: Array<IncomingLine & { received: ReceivedLine }> = [];
     const pending: Promise<unknown>[] = [];
     try {
