@@ -137,8 +137,14 @@ export interface PeerOptions {
    * them: exec, fs:read, fs:write (`--serve`). None by default.
    */
   serve?: string[];
-  /** The root exec and fs requests are confined to (`--root`; default cwd). */
+  /**
+   * The root exec and fs requests are confined to (`--root`). Required to
+   * serve fs:read or fs:write; exec runs in the working directory without
+   * it. The awp home is never served, whatever the root.
+   */
   root?: string;
+  /** Environment variables exec passes on beyond the minimal set (`--exec-env-pass`). */
+  execEnvPass?: string[];
   /** Exec timeout override in ms (tests; requests say `timeout` in s). */
   execTimeoutMs?: number;
   /** Publish a signed presence document (`--presence`, AWP_PRESENCE=1). */
@@ -317,7 +323,34 @@ function checkTrustOptions(options: PeerOptions): void {
         })`,
       );
     }
+    if (cap.startsWith("fs:") && !options.root) {
+      // The working directory is too easy to get wrong (it may hold the home).
+      throw new TypeError(
+        `Peer.open: serving ${cap} needs root: the directory fs requests are confined to (--root DIR)`,
+      );
+    }
   }
+}
+
+/**
+ * Directories no request may reach, whatever the root: this peer's home
+ * or temp dir and the default homes (they hold identity keys).
+ */
+function protectedDirs(options: PeerOptions, temp?: string): string[] {
+  const env = (name: string) => {
+    try {
+      return Deno.env.get(name);
+    } catch {
+      return undefined; // no --allow-env
+    }
+  };
+  const home = env("HOME");
+  return [
+    options.home,
+    temp,
+    env("AWP_HOME"),
+    home ? `${home}/.awp` : undefined,
+  ].filter((d): d is string => typeof d === "string" && d !== "");
 }
 
 interface PendingSpool {
@@ -437,6 +470,8 @@ export class Peer {
     this.#requests = new RequestServer({
       serve: options.serve,
       root: options.root,
+      protect: protectedDirs(options, dirs.temp),
+      execEnvPass: options.execEnvPass,
       spoolDir: `${dirs.spool}/served`,
       execTimeoutMs: options.execTimeoutMs,
       capsOf: (peer, presented) => this.#trust.capsOf(peer, presented),

@@ -62,6 +62,8 @@ export interface DaemonOptions {
   serve?: string[];
   /** Directory fs requests are confined to and exec runs in (`--root`). */
   root?: string;
+  /** Environment variable names exec passes on (`--exec-env-pass`). */
+  execEnvPass?: string[];
   /** Publish signed presence (`--presence`; else AWP_PRESENCE, else config.json). */
   presence?: boolean;
   /** False: do not forward other agents' presence (`--no-relay`). */
@@ -249,6 +251,7 @@ class Daemon {
         ...(o.allow?.length ? { allow: o.allow } : {}),
         ...(serve.length ? { serve } : {}),
         ...(root ? { root } : {}),
+        ...(o.execEnvPass ? { execEnvPass: o.execEnvPass } : {}),
         ...(this.#presence ? { presence: true } : {}),
         ...(this.#relay ? {} : { relayPresence: false }),
       };

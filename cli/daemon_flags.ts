@@ -32,6 +32,7 @@ export const DAEMON_FLAGS: readonly FlagSpec[] = [
   { name: "allow", type: "list" },
   { name: "serve", type: "string" },
   { name: "root", type: "string" },
+  { name: "exec-env-pass", type: "string" },
   { name: "presence", type: "boolean" },
   { name: "no-relay", type: "boolean" },
   { name: "store", type: "string" },
@@ -56,6 +57,9 @@ export const DAEMON_CONFIG_HELP = [
   "                   (https://...; the token is DENO_KV_ACCESS_TOKEN); spool and",
   "                   received blobs stay in the home",
   "--trust/--allow    ed25519 keys; --accept any|allowlist; --serve exec,fs:read,fs:write",
+  "--root DIR         what fs requests are confined to (required for fs:*; the home",
+  "                   is never served); exec gets PATH, HOME, LANG, TERM only, plus",
+  "                   --exec-env-pass NAME,... (exec is not a sandbox)",
   "",
   "${home}/config.json (read at daemon start; flags and the environment win over it,",
   "it wins over what earlier flags remembered):",
@@ -81,6 +85,8 @@ export interface DaemonFlagValues {
   serve: string[];
   /** Absolute. */
   root?: string;
+  /** Environment variable names exec passes on (`--exec-env-pass`). */
+  execEnvPass?: string[];
   presence: boolean;
   /** False under `--no-relay`. */
   relay?: false;
@@ -179,6 +185,15 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
   if (store !== undefined) checkStoreUrl(store);
   const root = args.string("root");
   if (root === "") throw new UsageError("--root needs a directory");
+  const envPass = (args.string("exec-env-pass") ?? "").split(",")
+    .map((n) => n.trim()).filter(Boolean);
+  for (const name of envPass) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
+      throw new UsageError(
+        `bad --exec-env-pass "${name}": give variable names, comma-separated`,
+      );
+    }
+  }
   return {
     ...(args.string("name") !== undefined ? { name: args.string("name") } : {}),
     ...(args.string("about") !== undefined
@@ -194,6 +209,7 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
     allow: keys("allow", args.list("allow")),
     serve: parseServeList(args.string("serve") ?? ""),
     ...(root ? { root: absolute(root) } : {}),
+    ...(envPass.length ? { execEnvPass: envPass } : {}),
     presence: args.bool("presence"),
     ...(args.bool("no-relay") ? { relay: false as const } : {}),
     ...(store ? { store } : {}),
@@ -227,6 +243,9 @@ export function daemonFlagArgv(v: DaemonFlagValues): string[] {
   for (const k of v.allow) out.push("--allow", k);
   if (v.serve.length) out.push("--serve", v.serve.join(","));
   if (v.root) out.push("--root", v.root);
+  if (v.execEnvPass?.length) {
+    out.push("--exec-env-pass", v.execEnvPass.join(","));
+  }
   if (v.presence) out.push("--presence");
   if (v.relay === false) out.push("--no-relay");
   if (v.store) out.push("--store", v.store);

@@ -195,7 +195,7 @@ Deno.test("fsRead returns a larger file or range as a blob", async () => {
     assert.equal(whole.result.content, undefined);
     assert.equal(whole.result.length, big.length);
     assert.equal(whole.attachments.length, 1);
-    assert.equal(whole.attachments[0].temporary, false);
+    assert.equal(whole.attachments[0].temporary, true); // copied through the descriptor
     assert.deepEqual(await Deno.readFile(whole.attachments[0].path), big);
 
     const spoolDir = `${f.base}/spool`;
