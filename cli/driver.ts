@@ -174,9 +174,13 @@ interface DriverOptions {
 class Driver {
   readonly #o: DriverOptions;
   #peer!: Peer;
-  /** The last peer that connected: the default target. */
-  #current: string | undefined;
-  /** Commands given before any peer connected. */
+  /** Peers connected now. */
+  #connected = new Set<string>();
+  /** The peers each thread is with (normally one), as seen here. */
+  #threadPeers = new Map<string, Set<string>>();
+  /** The stored threads, loaded into `#threadPeers` once, on first need. */
+  #threadsLoaded: Promise<void> | undefined;
+  /** Commands that name no peer, given while none could be chosen. */
   #pending: DriverCommand[] = [];
   /** Commands run one at a time, in order. */
   #chain: Promise<void> = Promise.resolve();
@@ -301,11 +305,42 @@ class Driver {
       this.#error(`unknown command "${cmd.cmd}"`);
       return;
     }
-    if (cmd.peer === undefined && this.#current === undefined) {
-      this.#pending.push(cmd);
-      return;
-    }
     this.#enqueue(cmd);
+  }
+
+  #noteThread(th: string, peer: string): void {
+    let peers = this.#threadPeers.get(th);
+    if (!peers) this.#threadPeers.set(th, peers = new Set());
+    peers.add(peer);
+  }
+
+  /**
+   * Whom a command goes to: its `peer`; else the peer of its thread (`th`,
+   * or `re`'s thread is the same `th`); else the one connected peer.
+   * Never "whoever connected last": a stranger must not get the app's
+   * next line. Undefined: no peer yet, wait for one to connect.
+   */
+  async #target(cmd: DriverCommand): Promise<string | undefined> {
+    if (typeof cmd.peer === "string") return cmd.peer;
+    const th = typeof cmd.th === "string" ? cmd.th : undefined;
+    if (th !== undefined) {
+      this.#threadsLoaded ??= this.#peer.threads().then((list) => {
+        for (const t of list) this.#noteThread(t.th, t.peer);
+      }, () => {});
+      await this.#threadsLoaded;
+      const peers = this.#threadPeers.get(th);
+      if (peers?.size === 1) return [...peers][0];
+      if (peers && peers.size > 1) {
+        throw new Error(
+          `thread ${th} is with ${peers.size} peers: add "peer" to the command`,
+        );
+      }
+    }
+    if (this.#connected.size === 1) return [...this.#connected][0];
+    if (this.#connected.size === 0) return undefined;
+    throw new Error(
+      `${this.#connected.size} peers are connected and the command names no known thread: add "peer"`,
+    );
   }
 
   #enqueue(cmd: DriverCommand): void {
@@ -320,7 +355,11 @@ class Driver {
   }
 
   async #execute(cmd: DriverCommand): Promise<void> {
-    const to = typeof cmd.peer === "string" ? cmd.peer : this.#current!;
+    const to = await this.#target(cmd);
+    if (to === undefined) {
+      this.#pending.push(cmd); // sent once a peer connects
+      return;
+    }
     const str = (name: string): string | undefined =>
       typeof cmd[name] === "string" ? cmd[name] as string : undefined;
     switch (cmd.cmd) {
@@ -337,9 +376,10 @@ class Driver {
             ...(str("subject") ? { subject: str("subject") } : {}),
             ...(str("re") ? { re: str("re") } : {}),
             ...(parts ? { parts } : {}),
-          }).then((sent) =>
-            this.#emit({ event: "sent", id: sent.id, t: "msg", th: sent.th })
-          ),
+          }).then((sent) => {
+            this.#noteThread(sent.th, to);
+            this.#emit({ event: "sent", id: sent.id, t: "msg", th: sent.th });
+          }),
         );
         return;
       }
@@ -362,6 +402,7 @@ class Driver {
           ...(str("th") ? { thread: str("th") } : {}),
           files: [path],
         });
+        this.#noteThread(sent.th, to);
         this.#emit({ event: "sent", id: sent.id, t: "msg", th: sent.th });
         return;
       }
@@ -412,7 +453,7 @@ class Driver {
   async #onEvent(ev: PeerEvent): Promise<void> {
     switch (ev.type) {
       case "connected": {
-        this.#current = ev.peer;
+        this.#connected.add(ev.peer);
         this.#emit({
           event: "connected",
           key: ev.peer,
@@ -424,12 +465,15 @@ class Driver {
         return;
       }
       case "disconnected":
+        this.#connected.delete(ev.peer);
         this.#emit({ event: "disconnected", reason: ev.reason, key: ev.peer });
         return;
       case "message":
+        this.#noteThread(ev.message.th, ev.peer);
         this.#emit({ event: "recv", msg: ev.message });
         return;
       case "state":
+        this.#noteThread(ev.th, ev.peer);
         this.#emit({ event: "recv", msg: await this.#stateLine(ev) });
         return;
       case "line":
