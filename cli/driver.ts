@@ -39,12 +39,15 @@ const LINE_RECV_SKIP: ReadonlySet<string> = new Set([
 ]);
 
 export const DRIVER_USAGE =
-  `usage: awp driver --state DIR [--name N] [--ping-interval S] [--max-blob B] [--trust KEY] [--about T] [--store URL] [-v] listen ADDR | connect ADDR
+  `usage: awp driver --state DIR [--name N] [--ping-interval S] [--max-blob B] [--trust KEY] [--about T] [--store URL] [--after SEQ] [-v] listen ADDR | connect ADDR
 
 A peer driven over stdin/stdout, one JSON object per line each way.
 commands: send {th,text,subject?,re?,parts?}, state {th,state,note?}, blob {th,path,text?},
           grant {sub,caps,ttl}, bye {reason?}, quit; any may add "peer":"ed25519:..."
 events:   identity, listening, connected, recv, sent, acked, blob, disconnected, error
+recv of a msg or state carries "seq"; after a restart (even kill -9) the driver
+first repeats every msg/state after the last seq it wrote out (at least once:
+dedup by seq), or after --after SEQ, the last one the application handled.
 --store URL keeps the state in a remote Deno KV through KV Connect (https://...,
 token in DENO_KV_ACCESS_TOKEN); spool and blobs stay in --state DIR.`;
 
@@ -57,7 +60,13 @@ const FLAGS: FlagSpec[] = [
   { name: "about", type: "string" },
   { name: "verbose", short: "v", type: "boolean" },
   { name: "store", type: "string" },
+  { name: "after", type: "string" },
 ];
+
+/** Store meta: the seq of the last recv event written to stdout. */
+const CURSOR_META = "driver_cursor";
+/** How soon after a recv the cursor is saved (one write per burst). */
+const CURSOR_SAVE_MS = 50;
 
 /** One command read from stdin. */
 export interface DriverCommand {
@@ -139,9 +148,14 @@ export async function driverMain(args: string[]): Promise<number> {
   }
   let pingS: number | undefined;
   let maxBlob: number | undefined;
+  let after: number | undefined;
   try {
     pingS = positiveNumber(parsed.string("ping-interval"), "--ping-interval");
     maxBlob = positiveNumber(parsed.string("max-blob"), "--max-blob");
+    after = positiveNumber(parsed.string("after"), "--after");
+    if (after !== undefined && !Number.isSafeInteger(after)) {
+      throw new UsageError(`bad --after "${after}": give a seq (an integer)`);
+    }
   } catch (error) {
     writeLine(Deno.stderr, `awp: ${oneLine(error)}`);
     return 2;
@@ -155,6 +169,7 @@ export async function driverMain(args: string[]): Promise<number> {
     verbose: parsed.bool("verbose"),
     trust: parsed.list("trust"),
     store: parsed.string("store"),
+    ...(after !== undefined ? { after } : {}),
   });
   const [mode, addr] = parsed.positionals as ["listen" | "connect", string];
   return await driver.run(mode, addr);
@@ -169,6 +184,8 @@ interface DriverOptions {
   verbose: boolean;
   trust: string[];
   store?: string;
+  /** Replay msg/state events after this seq (default: the saved cursor). */
+  after?: number;
 }
 
 class Driver {
@@ -185,6 +202,10 @@ class Driver {
   /** Commands run one at a time, in order. */
   #chain: Promise<void> = Promise.resolve();
   #done!: (code: number) => void;
+  /** The seq of the last msg/state recv written out; saved lazily. */
+  #cursor = 0;
+  #savedCursor = 0;
+  #cursorTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(options: DriverOptions) {
     this.#o = options;
@@ -229,12 +250,20 @@ class Driver {
       return 1;
     }
     const finished = new Promise<number>((r) => this.#done = r);
+    // Where the last run stopped writing recv events: every msg and state
+    // after it is written again (a kill may have come between the ack and
+    // the event).
+    this.#cursor = this.#o.after ??
+      await this.#peer.store.getMeta<number>(CURSOR_META).catch(() =>
+        undefined
+      ) ?? 0;
+    this.#savedCursor = this.#cursor;
     this.#emit({
       event: "identity",
       key: this.#peer.key,
       name: this.#o.name ?? null,
     });
-    const pump = this.#pump();
+    const pump = this.#pump(this.#cursor);
     const onSignal = () => this.#done(0);
     Deno.addSignalListener("SIGINT", onSignal);
     Deno.addSignalListener("SIGTERM", onSignal);
@@ -254,6 +283,7 @@ class Driver {
     const code = await finished;
     Deno.removeSignalListener("SIGINT", onSignal);
     Deno.removeSignalListener("SIGTERM", onSignal);
+    await this.#saveCursor();
     await this.#peer.close().catch(() => {});
     await pump;
     return code;
@@ -299,7 +329,8 @@ class Driver {
     }
     if (cmd.cmd === "quit") {
       // At once, without a bye: everything queued is already durable.
-      Deno.exit(0);
+      void this.#saveCursor().finally(() => Deno.exit(0));
+      return;
     }
     if (!["send", "state", "blob", "grant", "bye"].includes(cmd.cmd)) {
       this.#error(`unknown command "${cmd.cmd}"`);
@@ -422,8 +453,31 @@ class Driver {
     }
   }
 
-  async #pump(): Promise<void> {
-    for await (const ev of this.#peer.events()) {
+  /** Notes that the recv of `seq` is written out; saves it soon. */
+  #wrote(seq: number): void {
+    if (seq <= this.#cursor) return;
+    this.#cursor = seq;
+    this.#cursorTimer ??= setTimeout(() => {
+      this.#cursorTimer = undefined;
+      void this.#saveCursor();
+    }, CURSOR_SAVE_MS);
+  }
+
+  async #saveCursor(): Promise<void> {
+    if (this.#cursorTimer !== undefined) {
+      clearTimeout(this.#cursorTimer);
+      this.#cursorTimer = undefined;
+    }
+    const seq = this.#cursor;
+    if (seq <= this.#savedCursor) return;
+    try {
+      await this.#peer.store.setMeta(CURSOR_META, seq);
+      this.#savedCursor = Math.max(this.#savedCursor, seq);
+    } catch { /* closed: the next run repeats a few events */ }
+  }
+
+  async #pump(after: number): Promise<void> {
+    for await (const ev of this.#peer.events({ after })) {
       try {
         await this.#onEvent(ev);
       } catch (error) {
@@ -470,11 +524,17 @@ class Driver {
         return;
       case "message":
         this.#noteThread(ev.message.th, ev.peer);
-        this.#emit({ event: "recv", msg: ev.message });
+        this.#emit({ event: "recv", msg: ev.message, seq: ev.seq });
+        this.#wrote(ev.seq);
         return;
       case "state":
         this.#noteThread(ev.th, ev.peer);
-        this.#emit({ event: "recv", msg: await this.#stateLine(ev) });
+        this.#emit({
+          event: "recv",
+          msg: await this.#stateLine(ev),
+          seq: ev.seq,
+        });
+        this.#wrote(ev.seq);
         return;
       case "line":
         // msg and state are reported once durable (above); acks have their

@@ -860,7 +860,11 @@ export class KvStore implements Store {
     return out;
   }
 
-  replay(peer: string, seen: Record<string, string>): Promise<OutboxEntry[]> {
+  replay(
+    peer: string,
+    seen: Record<string, string>,
+    dropped?: (entry: OutboxEntry) => void,
+  ): Promise<OutboxEntry[]> {
     const pk = keyText(peer);
     return this.#submit(true, async (tx) => {
       const out: OutboxEntry[] = [];
@@ -882,6 +886,7 @@ export class KvStore implements Store {
             e.queuedAt,
             parts,
           );
+          dropped?.({ ...e, peer });
         } else {
           out.push({ ...e, peer });
         }
