@@ -275,3 +275,45 @@ Deno.test("fsWrite writes utf-8 and base64, appends, creates parents", async () 
     await f.cleanup();
   }
 });
+
+Deno.test("fsRead and fsWrite: relative links inside, link loops, FIFOs and hard links", async () => {
+  const f = await fixture();
+  try {
+    await Deno.symlink("../hello.txt", `${f.root}/sub/up-link`); // relative, inside
+    await Deno.symlink("loop-b", `${f.root}/loop-a`);
+    await Deno.symlink("loop-a", `${f.root}/loop-b`);
+    assert.equal(
+      (await fsRead(f.root, { path: "sub/up-link" })).result.content,
+      "hello\n",
+    );
+    assert.match(
+      String((await fsRead(f.root, { path: "loop-a" })).result.error),
+      /symbolic links/,
+    );
+    const fifo = `${f.root}/pipe`;
+    const mk = await new Deno.Command("mkfifo", { args: [fifo] }).output()
+      .catch(() => undefined);
+    if (mk?.success) {
+      // Opening a FIFO must not hang the request.
+      assert.match(
+        String((await fsRead(f.root, { path: "pipe" })).result.error),
+        /not a regular file/,
+      );
+    }
+    await Deno.link(`${f.root}/hello.txt`, `${f.root}/twin.txt`);
+    assert.match(
+      String(
+        (await fsWrite(f.root, { path: "twin.txt", content: "x" })).result
+          .error,
+      ),
+      /2 hard links/,
+    );
+    assert.equal(await Deno.readTextFile(`${f.root}/hello.txt`), "hello\n");
+    // A dangling link that stays inside: writing creates its target.
+    await Deno.symlink("made.txt", `${f.root}/to-made`);
+    await fsWrite(f.root, { path: "to-made", content: "m" });
+    assert.equal(await Deno.readTextFile(`${f.root}/made.txt`), "m");
+  } finally {
+    await f.cleanup();
+  }
+});

@@ -14,6 +14,8 @@ const FS_WRITE = "application/vnd.awp.fs-write+json";
 
 interface Granted {
   daemon: AwpDaemon;
+  client: Peer;
+  events: EventLog;
   /** The served root; the home is `${base}/.awp`, inside it. */
   base: string;
   /** Sends one request and resolves with its result's data. */
@@ -42,6 +44,8 @@ async function withGranted(
     await events.until(() => events.of("grant").length > 0, "the grant");
     await fn({
       daemon,
+      client,
+      events,
       base,
       request: async (mime, data) => {
         const { id } = await client.send(daemon.key, "", {
@@ -144,5 +148,123 @@ Deno.test("security: exec gets a minimal environment plus --exec-env-pass", asyn
       assert.match(env, /^PATH=/m);
     },
     { AWP_TEST_SECRET: "hunter2", AWP_TEST_PASSED: "passed" },
+  );
+});
+
+/** Seconds the symlink race runs (AWP_STRESS_SECONDS for a longer run). */
+const RACE_SECONDS = Number(Deno.env.get("AWP_STRESS_SECONDS") ?? "4");
+
+Deno.test("security: a directory swapped for a symlink during requests never lets a read or write out; hard links are not written", async () => {
+  await withGranted(
+    ["fs:read", "fs:write"],
+    (base) => ["--serve", "fs:read,fs:write", "--root", `${base}/root`],
+    async ({ base, client, events, daemon, request }) => {
+      const root = `${base}/root`;
+      const outside = `${base}/outside`;
+      // The served root exists before the daemon serves a request.
+      await Deno.mkdir(`${root}/d`, { recursive: true });
+      await Deno.mkdir(outside);
+      await Deno.writeTextFile(`${root}/d/secret.txt`, "inside");
+      await Deno.writeTextFile(`${outside}/secret.txt`, "SECRET");
+      await Deno.writeTextFile(`${outside}/target.txt`, "original");
+      // A hard link inside the root to a file outside it.
+      await Deno.link(`${outside}/target.txt`, `${root}/hard.txt`);
+      const hard = await request(FS_WRITE, {
+        path: "hard.txt",
+        content: "pwned",
+      });
+      assert.match(String(hard.error), /hard links/);
+      assert.equal(
+        await Deno.readTextFile(`${outside}/target.txt`),
+        "original",
+      );
+
+      // Another process flips root/d between the real directory and a
+      // symlink to the outside, as fast as it can.
+      await Deno.symlink(outside, `${root}/link.tmp`);
+      const flipper = new Deno.Command(Deno.execPath(), {
+        args: [
+          "eval",
+          `const r = ${JSON.stringify(root)};
+           for (;;) {
+             try { Deno.renameSync(r + "/d", r + "/dir.tmp"); Deno.renameSync(r + "/link.tmp", r + "/d"); } catch {}
+             try { Deno.renameSync(r + "/d", r + "/link.tmp"); Deno.renameSync(r + "/dir.tmp", r + "/d"); } catch {}
+           }`,
+        ],
+        stdout: "null",
+        stderr: "null",
+      }).spawn();
+      let requests = 0;
+      let escapes = 0;
+      let served = 0;
+      try {
+        const deadline = Date.now() + RACE_SECONDS * 1000;
+        while (Date.now() < deadline) {
+          // Ten reads and ten writes per msg, a few msgs in flight.
+          const batch = await Promise.all(
+            Array.from({ length: 4 }, (_, i) =>
+              client.send(daemon.key, "", {
+                parts: Array.from({ length: 20 }, (_, k) => ({
+                  k: "data",
+                  mime: k % 2 ? FS_WRITE : FS_READ,
+                  data: k % 2
+                    ? { path: `d/w${i}-${k}.txt`, content: "x" }
+                    : { path: "d/secret.txt" },
+                } as Part)),
+              })),
+          );
+          requests += batch.length * 20;
+          const ids = new Set(batch.map((b) => b.id));
+          await events.until(
+            () =>
+              events.of("message").filter((m) => ids.has(m.re ?? "")).length >=
+                batch.length * 20,
+            "every result",
+          );
+          for (const m of events.of("message")) {
+            if (!ids.has(m.re ?? "")) continue;
+            for (const p of m.parts) {
+              const data = (p as { data?: Record<string, unknown> }).data;
+              if (!data) continue;
+              if (data.error === undefined) served++;
+              if (data.content === "SECRET") escapes++;
+            }
+          }
+        }
+      } finally {
+        flipper.kill("SIGKILL");
+        await flipper.status;
+      }
+      const leaked = [...Deno.readDirSync(outside)].map((e) => e.name)
+        .filter((n) => n.startsWith("w"));
+      assert.equal(escapes, 0, `reads that escaped, of ${requests}`);
+      assert.deepEqual(leaked, [], `writes that landed outside`);
+      assert.ok(served > 0, "some requests were served meanwhile");
+    },
+  );
+});
+
+Deno.test("security: an over-long path gets a PATH_MAX error at once; a long one within it is answered", async () => {
+  await withGranted(
+    ["fs:read", "fs:write"],
+    (base) => ["--serve", "fs:read,fs:write", "--root", base],
+    async ({ request }) => {
+      const started = performance.now();
+      const huge = await request(FS_READ, { path: "a/".repeat(50_000) });
+      assert.match(String(huge.error), /longer than 4096 bytes \(PATH_MAX\)/);
+      const multibyte = await request(FS_WRITE, {
+        path: "é".repeat(2100), // 4,200 bytes in UTF-8
+        content: "x",
+      });
+      assert.match(String(multibyte.error), /PATH_MAX/);
+      // 2,000 components, missing from the first: answered, not slow.
+      const deep = await request(FS_WRITE, {
+        path: "a/".repeat(2000) + "f",
+        content: "x",
+      });
+      assert.equal(deep.error, "no such file or directory");
+      // Generous: the quadratic version took seconds for 100,000 chars.
+      assert.ok(performance.now() - started < 15_000);
+    },
   );
 });
