@@ -806,6 +806,7 @@ export class Connection {
     // The admission may have awaited: the connection may have ended since.
     if (this.state !== "auth") return;
     this.#authed = true;
+    this.#t.authenticated?.(); // out of the listener's pre-auth bounds
     await this.#o.onAuthenticated?.(this);
     if (this.state === "auth") this.#event({ type: "AUTH_OK" });
   }

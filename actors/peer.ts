@@ -15,6 +15,7 @@
  * @module
  */
 
+import type { ConnectionLimits } from "./connection_gate.ts";
 import { randomBytes } from "node:crypto";
 import {
   type Delivery,
@@ -114,6 +115,11 @@ export interface PeerOptions {
   dialer?: { timing?: Partial<DialerTiming>; random?: () => number };
   /** Allow plain TCP with public addresses. */
   allowPublic?: boolean;
+  /**
+   * Bounds on accepted connections, per listener: open at once, and still
+   * in hello/auth in total and per source address (README "Limits").
+   */
+  limits?: ConnectionLimits;
   /**
    * Return (or resolve with) a refusal detail to refuse a peer after its
    * auth; asked after the admission policy (`accept`) admitted it.
@@ -522,6 +528,7 @@ export class Peer {
       timeouts: options.timeouts,
       dialer: options.dialer,
       allowPublic: options.allowPublic,
+      limits: options.limits,
       admit: (remote, context) => this.#admit(remote, context),
       grants: (remote) => this.#trust.toPresent(remote.key),
       shares: () => this.#ext.hosts,

@@ -32,6 +32,7 @@
  * @module
  */
 
+import type { ConnectionLimits } from "./connection_gate.ts";
 import {
   type Actor,
   type AnyActorRef,
@@ -169,6 +170,8 @@ export interface SupervisorOptions {
   dialer?: { timing?: Partial<DialerTiming>; random?: () => number };
   /** Allow plaintext TCP with public addresses (see actors/transport.ts). */
   allowPublic?: boolean;
+  /** Bounds on accepted connections, per listener (connection_gate.ts). */
+  limits?: ConnectionLimits;
   /** Return (or resolve with) a refusal detail to refuse a peer after its auth. */
   admit?(
     remote: RemoteHello,
@@ -451,7 +454,7 @@ export class Supervisor {
     const listener = await listen(
       address,
       (t) => this.#adopt(t, false),
-      { allowPublic: this.#o.allowPublic },
+      { allowPublic: this.#o.allowPublic, limits: this.#o.limits },
     );
     this.#listeners.add(listener);
     this.#o.addr ??= listener.addr;

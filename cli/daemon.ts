@@ -7,6 +7,8 @@
  * @module
  */
 
+import type { ConnectionLimits } from "../actors/connection_gate.ts";
+import { raiseFdLimit } from "../actors/fd_limit.ts";
 import { Peer, type PeerOptions } from "../actors/peer.ts";
 import type { PeerEvent, ProgressEvent } from "../actors/peer_events.ts";
 import { ENDING_STATES } from "../actors/thread_machine.ts";
@@ -64,6 +66,10 @@ export interface DaemonOptions {
   root?: string;
   /** Environment variable names exec passes on (`--exec-env-pass`). */
   execEnvPass?: string[];
+  /** Bounds on accepted connections (`--max-connections` ...). */
+  limits?: ConnectionLimits;
+  /** Handshake timeout in ms (`--handshake-timeout`). */
+  handshakeMs?: number;
   /** Publish signed presence (`--presence`; else AWP_PRESENCE, else config.json). */
   presence?: boolean;
   /** False: do not forward other agents' presence (`--no-relay`). */
@@ -230,6 +236,8 @@ class Daemon {
 
   async #runLocked(): Promise<number> {
     let listen: string[] | undefined;
+    // Many peers need many descriptors; an fd shortage is survived anyway.
+    raiseFdLimit();
     try {
       // Flags win, then the environment, then config.json, then what
       // earlier flags remembered (name, about, listen).
@@ -252,6 +260,10 @@ class Daemon {
         ...(serve.length ? { serve } : {}),
         ...(root ? { root } : {}),
         ...(o.execEnvPass ? { execEnvPass: o.execEnvPass } : {}),
+        ...(o.limits ? { limits: o.limits } : {}),
+        ...(o.handshakeMs !== undefined
+          ? { timeouts: { handshake: o.handshakeMs } }
+          : {}),
         ...(this.#presence ? { presence: true } : {}),
         ...(this.#relay ? {} : { relayPresence: false }),
       };

@@ -6,6 +6,7 @@
  * @module
  */
 
+import type { ConnectionLimits } from "../actors/connection_gate.ts";
 import { type Args, type FlagSpec, UsageError } from "./args.ts";
 import { isKey } from "../wire/keys.ts";
 import { parseAddress } from "../wire/address.ts";
@@ -33,6 +34,10 @@ export const DAEMON_FLAGS: readonly FlagSpec[] = [
   { name: "serve", type: "string" },
   { name: "root", type: "string" },
   { name: "exec-env-pass", type: "string" },
+  { name: "max-connections", type: "string" },
+  { name: "max-unauthenticated", type: "string" },
+  { name: "max-unauthenticated-per-host", type: "string" },
+  { name: "handshake-timeout", type: "string" },
   { name: "presence", type: "boolean" },
   { name: "no-relay", type: "boolean" },
   { name: "store", type: "string" },
@@ -87,6 +92,10 @@ export interface DaemonFlagValues {
   root?: string;
   /** Environment variable names exec passes on (`--exec-env-pass`). */
   execEnvPass?: string[];
+  /** Bounds on accepted connections. */
+  limits?: ConnectionLimits;
+  /** Handshake timeout in ms (`--handshake-timeout S`). */
+  handshakeMs?: number;
   presence: boolean;
   /** False under `--no-relay`. */
   relay?: false;
@@ -185,6 +194,29 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
   if (store !== undefined) checkStoreUrl(store);
   const root = args.string("root");
   if (root === "") throw new UsageError("--root needs a directory");
+  const limits: ConnectionLimits = {};
+  for (
+    const [flag, field] of [
+      ["max-connections", "maxConnections"],
+      ["max-unauthenticated", "maxUnauthenticated"],
+      ["max-unauthenticated-per-host", "maxUnauthenticatedPerHost"],
+    ] as const
+  ) {
+    const text = args.string(flag);
+    if (text === undefined) continue;
+    const n = Number(text);
+    if (!Number.isSafeInteger(n) || n < 1) {
+      throw new UsageError(`bad --${flag} "${text}": give a positive integer`);
+    }
+    limits[field] = n;
+  }
+  const hs = args.string("handshake-timeout");
+  const handshakeS = hs === undefined ? undefined : Number(hs);
+  if (
+    handshakeS !== undefined && !(Number.isFinite(handshakeS) && handshakeS > 0)
+  ) {
+    throw new UsageError(`bad --handshake-timeout "${hs}": give seconds`);
+  }
   const envPass = (args.string("exec-env-pass") ?? "").split(",")
     .map((n) => n.trim()).filter(Boolean);
   for (const name of envPass) {
@@ -210,6 +242,10 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
     serve: parseServeList(args.string("serve") ?? ""),
     ...(root ? { root: absolute(root) } : {}),
     ...(envPass.length ? { execEnvPass: envPass } : {}),
+    ...(Object.keys(limits).length ? { limits } : {}),
+    ...(handshakeS !== undefined
+      ? { handshakeMs: Math.round(handshakeS * 1000) }
+      : {}),
     presence: args.bool("presence"),
     ...(args.bool("no-relay") ? { relay: false as const } : {}),
     ...(store ? { store } : {}),
@@ -245,6 +281,15 @@ export function daemonFlagArgv(v: DaemonFlagValues): string[] {
   if (v.root) out.push("--root", v.root);
   if (v.execEnvPass?.length) {
     out.push("--exec-env-pass", v.execEnvPass.join(","));
+  }
+  const limitFlags = [
+    ["--max-connections", v.limits?.maxConnections],
+    ["--max-unauthenticated", v.limits?.maxUnauthenticated],
+    ["--max-unauthenticated-per-host", v.limits?.maxUnauthenticatedPerHost],
+    ["--handshake-timeout", v.handshakeMs && v.handshakeMs / 1000],
+  ] as const;
+  for (const [flag, value] of limitFlags) {
+    if (value !== undefined) out.push(flag, String(value));
   }
   if (v.presence) out.push("--presence");
   if (v.relay === false) out.push("--no-relay");

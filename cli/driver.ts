@@ -10,6 +10,7 @@
  * @module
  */
 
+import { raiseFdLimit } from "../actors/fd_limit.ts";
 import type { Peer } from "../actors/peer.ts";
 import type { PeerEvent } from "../actors/peer_events.ts";
 import { StoreUnavailableError } from "../storage/open_store.ts";
@@ -223,6 +224,7 @@ class Driver {
   }
 
   async run(mode: "listen" | "connect", addr: string): Promise<number> {
+    raiseFdLimit(); // an fd shortage is survived, but better avoided
     try {
       this.#peer = await openPeer({
         home: this.#o.home,

@@ -116,6 +116,8 @@ async function daemonCommand(argv: string[], out: Output): Promise<number> {
     ...(v.accept ? { accept: v.accept } : {}),
     ...(v.root ? { root: v.root } : {}),
     ...(v.execEnvPass ? { execEnvPass: v.execEnvPass } : {}),
+    ...(v.limits ? { limits: v.limits } : {}),
+    ...(v.handshakeMs !== undefined ? { handshakeMs: v.handshakeMs } : {}),
     announce: !v.log,
   });
 }

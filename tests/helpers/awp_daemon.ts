@@ -27,9 +27,18 @@ export async function awpCli(
   home: string,
   args: string[],
   env: Record<string, string> = {},
+  shellPrefix?: string,
 ): Promise<CliRun> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--unstable-kv", MOD, ...args, "--home", home],
+  const argv = ["run", "-A", "--unstable-kv", MOD, ...args, "--home", home];
+  // e.g. "ulimit -n 200": run through sh, which then execs deno.
+  const [program, programArgs] = shellPrefix === undefined
+    ? [Deno.execPath(), argv]
+    : [
+      "sh",
+      ["-c", `${shellPrefix} && exec "$0" "$@"`, Deno.execPath(), ...argv],
+    ];
+  const out = await new Deno.Command(program, {
+    args: programArgs,
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
@@ -66,9 +75,15 @@ export async function startDaemon(
   home: string,
   flags: string[] = [],
   env: Record<string, string> = {},
+  shellPrefix?: string,
 ): Promise<AwpDaemon> {
   const ok = async (args: string[]) => {
-    const r = await awpCli(home, args, env);
+    const r = await awpCli(
+      home,
+      args,
+      env,
+      args[0] === "up" ? shellPrefix : undefined,
+    );
     assert.equal(
       r.code,
       0,
