@@ -24,7 +24,11 @@ import {
 } from "./supervisor.ts";
 import type { Connection, ReceivedLine, RemoteHello } from "./connection.ts";
 import { PeerThreads } from "./peer_threads.ts";
-import { PeerBlobs } from "./peer_blobs.ts";
+import {
+  DEFAULT_UNFINISHED,
+  PeerBlobs,
+  type UnfinishedBlobLimits,
+} from "./peer_blobs.ts";
 import { InspectionHub } from "../inspector/inspection_hub.ts";
 import type { ConnectionTimeouts } from "./connection_machine.ts";
 import type { DialerTiming } from "./dialer_machine.ts";
@@ -72,7 +76,7 @@ import { blobPart, textPart } from "../wire/messages.ts";
 import { timestamp } from "../wire/time.ts";
 import { MAX_LINE_BYTES } from "../wire/frame.ts";
 import { validateMessage } from "../wire/validate.ts";
-import { CONTENT_TYPES } from "../wire/types.ts";
+import { CONTENT_TYPES, MESSAGE_TYPES } from "../wire/types.ts";
 import type {
   Err,
   Grant,
@@ -99,6 +103,13 @@ export interface PeerOptions {
   url?: string;
   /** Most traffic-log entries the store keeps (default 100,000). */
   maxLogEntries?: number;
+  /** Most traffic-log bytes the store keeps (default 256 MiB, `--max-log-bytes`). */
+  maxLogBytes?: number;
+  /**
+   * Bounds on unfinished incoming blobs: bytes per peer and in total, and
+   * how long one may sit without a chunk (README "Limits").
+   */
+  unfinishedBlobs?: UnfinishedBlobLimits;
   /** Our name in hello. */
   name?: string;
   /** Our about line in hello. */
@@ -253,6 +264,9 @@ const DEFAULT_CAPS = [
   "mirror",
 ];
 /** Received lines store.receive logs itself (content, and private). */
+/** The types this peer understands; others are ignored (and not logged). */
+const KNOWN_TYPES: ReadonlySet<string> = new Set(MESSAGE_TYPES);
+
 const LOGGED_BY_RECEIVE: ReadonlySet<string> = new Set([
   ...CONTENT_TYPES,
   "private",
@@ -395,6 +409,8 @@ export class Peer {
   #tempRoot: string | undefined;
   /** The retention timer (expireOutbox soon after open, then hourly). */
   #retention: ReturnType<typeof setTimeout> | undefined;
+  /** The timer of {@link Peer.#expireBlobs}. */
+  #blobExpiry: ReturnType<typeof setTimeout> | undefined;
   #maxBlob: number;
   #subs = new Set<EventQueue<PeerEvent>>();
   #early: PeerEvent[] | undefined = [];
@@ -433,6 +449,9 @@ export class Peer {
       store,
       blobsDir: dirs.blobs,
       maxBlobBytes: this.#maxBlob,
+      ...(options.unfinishedBlobs
+        ? { unfinished: options.unfinishedBlobs }
+        : {}),
       ...(options.inspect ? { inspect: options.inspect } : {}),
       parentId: (peer) => this.#parentId(peer),
       emit: (event) => this.#emit(event),
@@ -626,6 +645,9 @@ export class Peer {
       ...(options.maxLogEntries !== undefined
         ? { maxLogEntries: options.maxLogEntries }
         : {}),
+      ...(options.maxLogBytes !== undefined
+        ? { maxLogBytes: options.maxLogBytes }
+        : {}),
     });
     try {
       const seed = await store.identity(() =>
@@ -648,6 +670,7 @@ export class Peer {
       const peer = new Peer(signer, store, options, dirs, hosts);
       peer.#sup.start();
       peer.#retain(5_000, options.retentionMs ?? 7 * 86_400_000);
+      peer.#expireBlobs();
       await peer.#sup.loadQuiet();
       await peer.#redialKnown();
       return peer;
@@ -1441,6 +1464,18 @@ export class Peer {
   // ---- internals ----
 
   /** Runs store retention after `delayMs`, then hourly, until close. */
+  /** Drops unfinished incoming blobs past their TTL, now and then. */
+  #expireBlobs(): void {
+    const ttl = this.#o.unfinishedBlobs?.ttlMs ?? DEFAULT_UNFINISHED.ttlMs;
+    const every = Math.max(1_000, Math.min(ttl / 2, 600_000));
+    const timer = setTimeout(() => {
+      this.#expireBlobs();
+      this.#blobs.expireUnfinished().catch(() => {});
+    }, every);
+    Deno.unrefTimer(timer);
+    this.#blobExpiry = timer;
+  }
+
   #retain(delayMs: number, retentionMs: number): void {
     const timer = setTimeout(() => {
       this.#retain(3_600_000, retentionMs);
@@ -1452,6 +1487,7 @@ export class Peer {
 
   async #close(): Promise<void> {
     clearTimeout(this.#retention);
+    clearTimeout(this.#blobExpiry);
     this.#ext.close();
     // Running commands are killed; their results are still queued.
     await this.#requests.close();
@@ -1704,6 +1740,14 @@ export class Peer {
     if (m.t === "chunk") {
       const { data: _, ...rest } = m;
       bare = rest;
+    } else if (dir === "in" && !KNOWN_TYPES.has(m.t)) {
+      // Ignored (unknown type): its body is not ours to keep; only a note.
+      bare = {
+        t: m.t.slice(0, 64),
+        ...(typeof m.id === "string" ? { id: m.id.slice(0, 64) } : {}),
+        ignored: true,
+        bytes: raw.length,
+      };
     }
     if (this.#o.lineEvents && !HANDSHAKE.has(m.t)) {
       this.#emit(

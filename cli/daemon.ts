@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { ConnectionLimits } from "../actors/connection_gate.ts";
+import { applyBounds, type BoundValues } from "./bound_flags.ts";
 import { raiseFdLimit } from "../actors/fd_limit.ts";
 import { Peer, type PeerOptions } from "../actors/peer.ts";
 import type { PeerEvent, ProgressEvent } from "../actors/peer_events.ts";
@@ -66,10 +66,8 @@ export interface DaemonOptions {
   root?: string;
   /** Environment variable names exec passes on (`--exec-env-pass`). */
   execEnvPass?: string[];
-  /** Bounds on accepted connections (`--max-connections` ...). */
-  limits?: ConnectionLimits;
-  /** Handshake timeout in ms (`--handshake-timeout`). */
-  handshakeMs?: number;
+  /** Bounds on what remotes can make us hold (`--max-connections` ...). */
+  bounds?: BoundValues;
   /** Publish signed presence (`--presence`; else AWP_PRESENCE, else config.json). */
   presence?: boolean;
   /** False: do not forward other agents' presence (`--no-relay`). */
@@ -260,13 +258,10 @@ class Daemon {
         ...(serve.length ? { serve } : {}),
         ...(root ? { root } : {}),
         ...(o.execEnvPass ? { execEnvPass: o.execEnvPass } : {}),
-        ...(o.limits ? { limits: o.limits } : {}),
-        ...(o.handshakeMs !== undefined
-          ? { timeouts: { handshake: o.handshakeMs } }
-          : {}),
         ...(this.#presence ? { presence: true } : {}),
         ...(this.#relay ? {} : { relayPresence: false }),
       };
+      applyBounds(peerOpts, o.bounds);
       let config: Config = {};
       let marker: string | undefined;
       {

@@ -6,7 +6,12 @@
  * @module
  */
 
-import type { ConnectionLimits } from "../actors/connection_gate.ts";
+import {
+  BOUND_FLAG_SPECS,
+  boundFlagArgv,
+  type BoundValues,
+  parseBoundFlags,
+} from "./bound_flags.ts";
 import { type Args, type FlagSpec, UsageError } from "./args.ts";
 import { isKey } from "../wire/keys.ts";
 import { parseAddress } from "../wire/address.ts";
@@ -34,10 +39,7 @@ export const DAEMON_FLAGS: readonly FlagSpec[] = [
   { name: "serve", type: "string" },
   { name: "root", type: "string" },
   { name: "exec-env-pass", type: "string" },
-  { name: "max-connections", type: "string" },
-  { name: "max-unauthenticated", type: "string" },
-  { name: "max-unauthenticated-per-host", type: "string" },
-  { name: "handshake-timeout", type: "string" },
+  ...BOUND_FLAG_SPECS,
   { name: "presence", type: "boolean" },
   { name: "no-relay", type: "boolean" },
   { name: "store", type: "string" },
@@ -65,6 +67,10 @@ export const DAEMON_CONFIG_HELP = [
   "--root DIR         what fs requests are confined to (required for fs:*; the home",
   "                   is never served); exec gets PATH, HOME, LANG, TERM only, plus",
   "                   --exec-env-pass NAME,... (exec is not a sandbox)",
+  'bounds (README "Limits"): --max-connections N, --max-unauthenticated N,',
+  "  --max-unauthenticated-per-host N, --handshake-timeout S, --max-log-bytes B,",
+  "  --max-unfinished-blob-bytes B, --max-unfinished-blob-total B,",
+  "  --unfinished-blob-ttl S",
   "",
   "${home}/config.json (read at daemon start; flags and the environment win over it,",
   "it wins over what earlier flags remembered):",
@@ -92,10 +98,8 @@ export interface DaemonFlagValues {
   root?: string;
   /** Environment variable names exec passes on (`--exec-env-pass`). */
   execEnvPass?: string[];
-  /** Bounds on accepted connections. */
-  limits?: ConnectionLimits;
-  /** Handshake timeout in ms (`--handshake-timeout S`). */
-  handshakeMs?: number;
+  /** Bounds on what remotes can make us hold (`--max-connections` ...). */
+  bounds?: BoundValues;
   presence: boolean;
   /** False under `--no-relay`. */
   relay?: false;
@@ -194,29 +198,7 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
   if (store !== undefined) checkStoreUrl(store);
   const root = args.string("root");
   if (root === "") throw new UsageError("--root needs a directory");
-  const limits: ConnectionLimits = {};
-  for (
-    const [flag, field] of [
-      ["max-connections", "maxConnections"],
-      ["max-unauthenticated", "maxUnauthenticated"],
-      ["max-unauthenticated-per-host", "maxUnauthenticatedPerHost"],
-    ] as const
-  ) {
-    const text = args.string(flag);
-    if (text === undefined) continue;
-    const n = Number(text);
-    if (!Number.isSafeInteger(n) || n < 1) {
-      throw new UsageError(`bad --${flag} "${text}": give a positive integer`);
-    }
-    limits[field] = n;
-  }
-  const hs = args.string("handshake-timeout");
-  const handshakeS = hs === undefined ? undefined : Number(hs);
-  if (
-    handshakeS !== undefined && !(Number.isFinite(handshakeS) && handshakeS > 0)
-  ) {
-    throw new UsageError(`bad --handshake-timeout "${hs}": give seconds`);
-  }
+  const bounds = parseBoundFlags(args);
   const envPass = (args.string("exec-env-pass") ?? "").split(",")
     .map((n) => n.trim()).filter(Boolean);
   for (const name of envPass) {
@@ -242,10 +224,7 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
     serve: parseServeList(args.string("serve") ?? ""),
     ...(root ? { root: absolute(root) } : {}),
     ...(envPass.length ? { execEnvPass: envPass } : {}),
-    ...(Object.keys(limits).length ? { limits } : {}),
-    ...(handshakeS !== undefined
-      ? { handshakeMs: Math.round(handshakeS * 1000) }
-      : {}),
+    ...(Object.keys(bounds).length ? { bounds } : {}),
     presence: args.bool("presence"),
     ...(args.bool("no-relay") ? { relay: false as const } : {}),
     ...(store ? { store } : {}),
@@ -282,15 +261,7 @@ export function daemonFlagArgv(v: DaemonFlagValues): string[] {
   if (v.execEnvPass?.length) {
     out.push("--exec-env-pass", v.execEnvPass.join(","));
   }
-  const limitFlags = [
-    ["--max-connections", v.limits?.maxConnections],
-    ["--max-unauthenticated", v.limits?.maxUnauthenticated],
-    ["--max-unauthenticated-per-host", v.limits?.maxUnauthenticatedPerHost],
-    ["--handshake-timeout", v.handshakeMs && v.handshakeMs / 1000],
-  ] as const;
-  for (const [flag, value] of limitFlags) {
-    if (value !== undefined) out.push(flag, String(value));
-  }
+  out.push(...boundFlagArgv(v.bounds));
   if (v.presence) out.push("--presence");
   if (v.relay === false) out.push("--no-relay");
   if (v.store) out.push("--store", v.store);

@@ -116,8 +116,7 @@ async function daemonCommand(argv: string[], out: Output): Promise<number> {
     ...(v.accept ? { accept: v.accept } : {}),
     ...(v.root ? { root: v.root } : {}),
     ...(v.execEnvPass ? { execEnvPass: v.execEnvPass } : {}),
-    ...(v.limits ? { limits: v.limits } : {}),
-    ...(v.handshakeMs !== undefined ? { handshakeMs: v.handshakeMs } : {}),
+    ...(v.bounds ? { bounds: v.bounds } : {}),
     announce: !v.log,
   });
 }
