@@ -415,6 +415,8 @@ export class Peer {
   #subs = new Set<EventQueue<PeerEvent>>();
   #early: PeerEvent[] | undefined = [];
   #sendTurn: Promise<void> = Promise.resolve();
+  /** Served results, queued one at a time (see {@link Peer.#reply}). */
+  #replyTurn: Promise<void> = Promise.resolve();
   #acked = new Set<string>();
   #ackWaiters = new Map<string, Set<() => void>>();
   #sentTo = new Map<string, string>();
@@ -1530,12 +1532,70 @@ export class Peer {
     return await this.#o.admit?.(remote, context);
   }
 
+  /**
+   * Why `adding` more bytes of served results may not go to `peer`'s spool
+   * (its unacked outgoing blobs would pass the per-peer or total bound), or
+   * undefined.
+   */
+  async #spoolFull(peer: string, adding: number): Promise<string | undefined> {
+    const perPeer = Math.max(
+      this.#o.unfinishedBlobs?.perPeer ?? DEFAULT_UNFINISHED.perPeer,
+      this.#maxBlob,
+    );
+    const total = Math.max(
+      this.#o.unfinishedBlobs?.total ?? DEFAULT_UNFINISHED.total,
+      perPeer,
+    );
+    let mine = adding;
+    let all = adding;
+    for (const b of await this.#store.blobs()) {
+      if (b.dir !== "out" || b.status !== "active") continue;
+      all += b.size;
+      if (b.peer === peer) mine += b.size;
+    }
+    if (mine > perPeer) {
+      return `unacked blobs to this peer would pass ${perPeer} bytes`;
+    }
+    if (all > total) return `unacked blobs would pass ${total} bytes in total`;
+    return undefined;
+  }
+
   /** A served request's result: a msg re the request, files as blobs. */
-  async #reply(
+  #reply(
     peer: string,
     reply: ResultReply,
     files: Attachment[],
   ): Promise<void> {
+    // One at a time: each checks the spool after the one before queued.
+    const turn = this.#replyTurn.then(() => this.#replyNow(peer, reply, files));
+    this.#replyTurn = turn.catch(() => {});
+    return turn;
+  }
+
+  async #replyNow(
+    peer: string,
+    reply: ResultReply,
+    files: Attachment[],
+  ): Promise<void> {
+    const full = files.length > 0
+      ? await this.#spoolFull(peer, files.reduce((n, f) => n + f.size, 0))
+      : undefined;
+    if (full !== undefined) {
+      // A remote's requests must not fill our disk: the result says so.
+      reply = {
+        ...reply,
+        parts: [
+          { k: "text", text: `result not sent: ${full}` },
+          {
+            k: "data",
+            mime: reply.parts.find((p) => p.k === "data")?.mime ??
+              "application/json",
+            data: { error: full },
+          } as Part,
+        ],
+      };
+      files = [];
+    }
     await this.#sendTo(peer, "", {
       thread: reply.th,
       re: reply.re,

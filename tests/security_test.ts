@@ -268,3 +268,64 @@ Deno.test("security: an over-long path gets a PATH_MAX error at once; a long one
     },
   );
 });
+
+Deno.test("security: served results stop filling the spool for a peer that does not take them", async () => {
+  const base = await Deno.realPath(
+    await Deno.makeTempDir({ prefix: "awp-sec-spool-" }),
+  );
+  const mib = 1024 * 1024;
+  await Deno.mkdir(`${base}/root`);
+  await Deno.writeFile(`${base}/root/big.bin`, new Uint8Array(900 * 1024));
+  const daemon = await startDaemon(`${base}/.awp`, [
+    "--serve",
+    "fs:read",
+    "--root",
+    `${base}/root`,
+    "--max-blob",
+    String(mib),
+    "--max-unfinished-blob-bytes",
+    String(2 * mib),
+  ]);
+  const clientHome = `${base}/client`;
+  try {
+    // The client asks for four 900 KiB results, then goes away at once.
+    let client = await Peer.open({ home: clientHome, name: "taker" });
+    await client.connect(daemon.addr);
+    await daemon.ok(["grant", "--ttl", "10m", client.key, "fs:read"]);
+    let events = new EventLog(client, 20_000);
+    await events.until(() => events.of("grant").length > 0, "the grant");
+    const { id } = await client.send(daemon.key, "", {
+      parts: Array.from({ length: 4 }, () => ({
+        k: "data",
+        mime: FS_READ,
+        data: { path: "big.bin" },
+      } as Part)),
+    });
+    await client.waitAck(id);
+    await client.close();
+    await events.done;
+    await new Promise((r) => setTimeout(r, 2000)); // served meanwhile
+    client = await Peer.open({ home: clientHome, name: "taker" });
+    events = new EventLog(client, 20_000);
+    await client.connect(daemon.addr);
+    const results = () =>
+      events.of("message").filter((m) => m.re === id).map((m) =>
+        (m.parts.find((p) => p.k === "data") as {
+          data: Record<string, unknown>;
+        })
+          .data
+      );
+    await events.until(() => results().length === 4, "four results");
+    const sent = results().filter((r) => r.blob !== undefined).length;
+    const refused = results().filter((r) =>
+      /unacked blobs to this peer would pass/.test(String(r.error))
+    ).length;
+    assert.equal(sent, 2, JSON.stringify(results()));
+    assert.equal(refused, 2);
+    await client.close();
+    await events.done;
+  } finally {
+    await daemon.stop();
+    await Deno.remove(base, { recursive: true }).catch(() => {});
+  }
+});
