@@ -358,6 +358,32 @@ function finalFlags(options: OpenInRootOptions): number {
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY |
   constants.O_NOFOLLOW;
 
+/**
+ * The components (relative to the root) a symlink at `at`, found in the
+ * real directory `dirPath`, leads to, followed by `rest`. Throws when it
+ * leaves the root or when `links` passes the kernel's limit.
+ */
+function followLink(
+  at: string,
+  dirPath: string,
+  rootParts: string[],
+  rest: string[],
+  links: number,
+  path: string,
+): string[] {
+  if (links > MAX_LINKS) {
+    throw new FsAccessError(`${path}: too many levels of symbolic links`);
+  }
+  const target = nodeFs.readlinkSync(at);
+  const abs = normalizedParts(
+    target.startsWith(SEP) ? target : `${dirPath}/${target}`,
+  );
+  if (!startsWithParts(abs, rootParts)) {
+    throw new FsAccessError(`${path} is outside the served root`);
+  }
+  return [...abs.slice(rootParts.length), ...rest];
+}
+
 function isSymlinkAt(at: string): boolean {
   try {
     return nodeFs.lstatSync(at).isSymbolicLink();
@@ -405,20 +431,15 @@ function walk(
       } catch (e) {
         const code = (e as { code?: string }).code;
         if ((code === "ELOOP" || code === "ENOTDIR") && isSymlinkAt(at)) {
-          if (++links > MAX_LINKS) {
-            throw new FsAccessError(
-              `${path}: too many levels of symbolic links`,
-            );
-          }
-          const target = nodeFs.readlinkSync(at);
-          const abs = normalizedParts(
-            target.startsWith(SEP) ? target : `${dirPath}/${target}`,
-          );
-          if (!startsWithParts(abs, rootParts)) {
-            throw new FsAccessError(`${path} is outside the served root`);
-          }
           // Walk again from the root: the link's target, then the rest.
-          parts = [...abs.slice(rootParts.length), ...parts.slice(i + 1)];
+          parts = followLink(
+            at,
+            dirPath,
+            rootParts,
+            parts.slice(i + 1),
+            ++links,
+            path,
+          );
           nodeFs.closeSync(dirFd);
           dirFd = -1;
           dirFd = nodeFs.openSync(realRoot, DIR_FLAGS);
@@ -492,17 +513,7 @@ function openResolved(
       }
     }
     if (isLink) {
-      if (++links > MAX_LINKS) {
-        throw new FsAccessError(`${path}: too many levels of symbolic links`);
-      }
-      const target = nodeFs.readlinkSync(next);
-      const abs = normalizedParts(
-        target.startsWith(SEP) ? target : `${real}/${target}`,
-      );
-      if (!startsWithParts(abs, rootParts)) {
-        throw new FsAccessError(`${path} is outside the served root`);
-      }
-      todo = [...abs.slice(rootParts.length), ...rest];
+      todo = followLink(next, real, rootParts, rest, ++links, path);
       real = realRoot;
       continue;
     }
