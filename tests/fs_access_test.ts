@@ -317,3 +317,38 @@ Deno.test("fsRead and fsWrite: relative links inside, link loops, FIFOs and hard
     await f.cleanup();
   }
 });
+
+Deno.test("without /proc/self/fd (the macOS path) escapes are still refused", async () => {
+  const f = await fixture();
+  try {
+    const mod = new URL("../actors/fs_access.ts", import.meta.url).href;
+    const script = `
+      const { fsRead, fsWrite } = await import(${JSON.stringify(mod)});
+      const [root, ...paths] = Deno.args;
+      const out = [];
+      for (const path of paths) {
+        const r = await fsRead(root, { path });
+        const w = await fsWrite(root, { path, content: "pwned", mkdir: true });
+        out.push({ path, read: r.result.error ?? r.result.content, write: w.result.error ?? "written" });
+      }
+      out.push({ ok: (await fsRead(root, { path: "sub-link/inner.txt" })).result.content });
+      console.log(JSON.stringify(out));`;
+    const run = await new Deno.Command(Deno.execPath(), {
+      args: ["eval", script, f.root, ...escapes(f.outside)],
+      env: { AWP_FS_NO_PROCFD: "1" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const text = new TextDecoder().decode(run.stdout);
+    assert.equal(run.code, 0, new TextDecoder().decode(run.stderr));
+    const results = JSON.parse(text) as Array<Record<string, string>>;
+    for (const r of results.slice(0, -1)) {
+      assert.notEqual(r.read, "secret", `read ${r.path}`);
+      assert.notEqual(r.write, "written", `write ${r.path}`);
+    }
+    assert.equal(results.at(-1)!.ok, "inner");
+    assert.equal(await Deno.readTextFile(`${f.outside}/secret.txt`), "secret");
+  } finally {
+    await f.cleanup();
+  }
+});
