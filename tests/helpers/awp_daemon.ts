@@ -5,18 +5,11 @@
  */
 
 import assert from "node:assert/strict";
-
-const MOD = new URL("../../mod.ts", import.meta.url).pathname;
-
-/** What one CLI run printed. */
-export interface CliRun {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+import { awp, AWP_MOD, type AwpRun } from "./awp_cli.ts";
 
 /**
- * Runs `awp ARGS --home HOME` to its end.
+ * Runs `awp ARGS --home HOME` to its end; with `shellPrefix` (e.g.
+ * "ulimit -n 200") through `sh`, which then execs deno.
  *
  * @example
  * ```ts ignore
@@ -28,17 +21,11 @@ export async function awpCli(
   args: string[],
   env: Record<string, string> = {},
   shellPrefix?: string,
-): Promise<CliRun> {
-  const argv = ["run", "-A", "--unstable-kv", MOD, ...args, "--home", home];
-  // e.g. "ulimit -n 200": run through sh, which then execs deno.
-  const [program, programArgs] = shellPrefix === undefined
-    ? [Deno.execPath(), argv]
-    : [
-      "sh",
-      ["-c", `${shellPrefix} && exec "$0" "$@"`, Deno.execPath(), ...argv],
-    ];
-  const out = await new Deno.Command(program, {
-    args: programArgs,
+): Promise<AwpRun> {
+  if (shellPrefix === undefined) return await awp(home, args, { env });
+  const argv = ["run", "-A", "--unstable-kv", AWP_MOD, ...args, "--home", home];
+  const out = await new Deno.Command("sh", {
+    args: ["-c", `${shellPrefix} && exec "$0" "$@"`, Deno.execPath(), ...argv],
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
