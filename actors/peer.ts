@@ -15,8 +15,8 @@
  * @module
  */
 
-import type { ConnectionLimits } from "./connection_gate.ts";
 import { randomBytes } from "node:crypto";
+import type { ConnectionLimits } from "./connection_gate.ts";
 import {
   type Delivery,
   Supervisor,
@@ -263,10 +263,10 @@ const DEFAULT_CAPS = [
   "presence",
   "mirror",
 ];
-/** Received lines store.receive logs itself (content, and private). */
 /** The types this peer understands; others are ignored (and not logged). */
 const KNOWN_TYPES: ReadonlySet<string> = new Set(MESSAGE_TYPES);
 
+/** Received lines store.receive logs itself (content, and private). */
 const LOGGED_BY_RECEIVE: ReadonlySet<string> = new Set([
   ...CONTENT_TYPES,
   "private",
@@ -1465,7 +1465,6 @@ export class Peer {
 
   // ---- internals ----
 
-  /** Runs store retention after `delayMs`, then hourly, until close. */
   /** Drops unfinished incoming blobs past their TTL, now and then. */
   #expireBlobs(): void {
     const ttl = this.#o.unfinishedBlobs?.ttlMs ?? DEFAULT_UNFINISHED.ttlMs;
@@ -1478,6 +1477,7 @@ export class Peer {
     this.#blobExpiry = timer;
   }
 
+  /** Runs store retention after `delayMs`, then hourly, until close. */
   #retain(delayMs: number, retentionMs: number): void {
     const timer = setTimeout(() => {
       this.#retain(3_600_000, retentionMs);
@@ -1532,34 +1532,6 @@ export class Peer {
     return await this.#o.admit?.(remote, context);
   }
 
-  /**
-   * Why `adding` more bytes of served results may not go to `peer`'s spool
-   * (its unacked outgoing blobs would pass the per-peer or total bound), or
-   * undefined.
-   */
-  async #spoolFull(peer: string, adding: number): Promise<string | undefined> {
-    const perPeer = Math.max(
-      this.#o.unfinishedBlobs?.perPeer ?? DEFAULT_UNFINISHED.perPeer,
-      this.#maxBlob,
-    );
-    const total = Math.max(
-      this.#o.unfinishedBlobs?.total ?? DEFAULT_UNFINISHED.total,
-      perPeer,
-    );
-    let mine = adding;
-    let all = adding;
-    for (const b of await this.#store.blobs()) {
-      if (b.dir !== "out" || b.status !== "active") continue;
-      all += b.size;
-      if (b.peer === peer) mine += b.size;
-    }
-    if (mine > perPeer) {
-      return `unacked blobs to this peer would pass ${perPeer} bytes`;
-    }
-    if (all > total) return `unacked blobs would pass ${total} bytes in total`;
-    return undefined;
-  }
-
   /** A served request's result: a msg re the request, files as blobs. */
   #reply(
     peer: string,
@@ -1578,7 +1550,10 @@ export class Peer {
     files: Attachment[],
   ): Promise<void> {
     const full = files.length > 0
-      ? await this.#spoolFull(peer, files.reduce((n, f) => n + f.size, 0))
+      ? await this.#blobs.outgoingOver(
+        peer,
+        files.reduce((n, f) => n + f.size, 0),
+      )
       : undefined;
     if (full !== undefined) {
       // A remote's requests must not fill our disk: the result says so.

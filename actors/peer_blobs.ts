@@ -564,6 +564,32 @@ export class PeerBlobs {
   }
 
   /**
+   * Why `adding` more bytes of outgoing blobs to `peer` (a served result)
+   * may not be spooled: its unacked outgoing blobs would pass the per-peer
+   * or the total bound (the same as for unfinished incoming ones). Else
+   * undefined.
+   */
+  async outgoingOver(
+    peer: string,
+    adding: number,
+  ): Promise<string | undefined> {
+    let mine = adding;
+    let all = adding;
+    for (const b of await this.#store.blobs()) {
+      if (b.dir !== "out" || b.status !== "active") continue;
+      all += b.size;
+      if (b.peer === peer) mine += b.size;
+    }
+    if (mine > this.#perPeer) {
+      return `unacked blobs to this peer would pass ${this.#perPeer} bytes`;
+    }
+    if (all > this.#total) {
+      return `unacked blobs would pass ${this.#total} bytes in total`;
+    }
+    return undefined;
+  }
+
+  /**
    * Drops the unfinished incoming blobs that got no chunk for the TTL:
    * their temp files are removed and their records marked failed. Resolves
    * with how many went.
