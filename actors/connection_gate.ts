@@ -47,9 +47,11 @@ export const DEFAULT_LIMITS: Readonly<Required<ConnectionLimits>> = Object
 /** File descriptors kept free for the store, files and dialing out. */
 const FD_RESERVE = 128;
 
-/** One admitted connection's place; release it exactly once. */
-interface Ticket {
+/** One admitted connection's place (both calls are idempotent). */
+export interface GateTicket {
+  /** The handshake verified: it leaves the pre-auth counts. */
   authenticated(): void;
+  /** The connection ended: its place is free. */
   release(): void;
 }
 
@@ -97,7 +99,7 @@ export class ConnectionGate {
    * A place for a connection from `remoteAddr`, or undefined when a bound
    * is reached (close it).
    */
-  admit(remoteAddr: string): Ticket | undefined {
+  admit(remoteAddr: string): GateTicket | undefined {
     const host = hostOf(remoteAddr);
     const fromHost = this.#pendingByHost.get(host) ?? 0;
     if (
@@ -132,7 +134,7 @@ export class ConnectionGate {
   }
 
   /** Wraps `inner` so that its end releases its place. */
-  wrap(inner: Transport, ticket: Ticket): Transport {
+  wrap(inner: Transport, ticket: GateTicket): Transport {
     return new GatedTransport(inner, ticket);
   }
 }
@@ -147,9 +149,9 @@ function hostOf(addr: string): string {
 /** A transport that gives its gate place back when it ends. */
 class GatedTransport implements Transport {
   readonly #inner: Transport;
-  readonly #ticket: Ticket;
+  readonly #ticket: GateTicket;
 
-  constructor(inner: Transport, ticket: Ticket) {
+  constructor(inner: Transport, ticket: GateTicket) {
     this.#inner = inner;
     this.#ticket = ticket;
   }

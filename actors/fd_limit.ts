@@ -9,7 +9,9 @@
 
 /** Soft and hard limits on open files. */
 export interface FdLimit {
+  /** The limit in force (Infinity when unlimited). */
   soft: number;
+  /** The most the soft limit may be raised to without privileges. */
   hard: number;
 }
 

@@ -46,7 +46,7 @@ const MAX_LINKS = 40;
  * ```
  */
 export class FsAccessError extends Error {
-  /** @param message one line, safe to send back to the requester */
+  /** Makes the error; `message` is one line, safe to send back to the requester. */
   constructor(message: string) {
     super(message);
     this.name = "FsAccessError";
