@@ -5,7 +5,7 @@
  */
 
 import assert from "node:assert/strict";
-import { awp, AWP_MOD, type AwpRun } from "./awp_cli.ts";
+import { awp, AWP_MOD, awpDown, type AwpRun } from "./awp_cli.ts";
 
 /**
  * Runs `awp ARGS --home HOME` to its end; with `shellPrefix` (e.g.
@@ -83,17 +83,7 @@ export async function startDaemon(
     key: string;
     addrs: string[];
   };
-  const stop = async () => {
-    await awpCli(home, ["down"]).catch(() => {});
-    const pid = Number(
-      (await Deno.readTextFile(`${home}/daemon.lock`).catch(() => "")).trim(),
-    );
-    if (pid > 0) {
-      try {
-        Deno.kill(pid, "SIGKILL");
-      } catch { /* already gone */ }
-    }
-  };
+  const stop = () => awpDown(home);
   return {
     home,
     key: status.key,
