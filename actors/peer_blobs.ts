@@ -99,6 +99,8 @@ export class PeerBlobs {
   #unfinished:
     | Promise<Map<string, { peer: string; bytes: number }>>
     | undefined;
+  /** `#unfinished`, once loaded. */
+  #held: Map<string, { peer: string; bytes: number }> | undefined;
   #perPeer: number;
   #total: number;
   #ttlMs: number;
@@ -123,6 +125,8 @@ export class PeerBlobs {
     );
     this.#total = Math.max(u.total ?? DEFAULT_UNFINISHED.total, this.#perPeer);
     this.#ttlMs = u.ttlMs ?? DEFAULT_UNFINISHED.ttlMs;
+    // Loaded ahead, so the first chunk does not wait for the scan.
+    this.#unfinishedBytes().catch(() => this.#unfinished = undefined);
     this.#inspect = options.inspect;
   }
 
@@ -399,7 +403,7 @@ export class PeerBlobs {
       await sink.discard();
       await this.#store.putBlob(sink.record);
       this.#sinks.delete(`${peer} ${m.ref}`);
-      (await this.#unfinishedBytes()).delete(`${peer} ${m.ref}`);
+      (this.#held ?? await this.#unfinishedBytes()).delete(`${peer} ${m.ref}`);
       conn.sendLine({
         t: "err",
         code: "blob_refused",
@@ -410,7 +414,7 @@ export class PeerBlobs {
       return;
     }
     const result = await sink.write(m);
-    const held = await this.#unfinishedBytes();
+    const held = this.#held ?? await this.#unfinishedBytes();
     if (sink.status === "active") {
       held.set(`${peer} ${m.ref}`, { peer, bytes: sink.bytes });
     } else held.delete(`${peer} ${m.ref}`);
@@ -525,13 +529,14 @@ export class PeerBlobs {
   /** The unfinished incoming blobs' bytes, loaded from the store once. */
   #unfinishedBytes(): Promise<Map<string, { peer: string; bytes: number }>> {
     this.#unfinished ??= this.#store.blobs().then((records) => {
+      if (this.#held) return this.#held;
       const held = new Map<string, { peer: string; bytes: number }>();
       for (const r of records) {
         if (r.dir === "in" && r.status === "active") {
           held.set(`${r.peer} ${r.ref}`, { peer: r.peer, bytes: r.bytes });
         }
       }
-      return held;
+      return this.#held = held;
     });
     return this.#unfinished;
   }
@@ -544,7 +549,8 @@ export class PeerBlobs {
   ): Promise<string | undefined> {
     if (sink.status !== "active" || typeof m.data !== "string") return;
     const adding = Math.floor(m.data.length * 3 / 4); // decoded, at most
-    const held = await this.#unfinishedBytes();
+    // Synchronous once loaded: this runs for every chunk received.
+    const held = this.#held ?? await this.#unfinishedBytes();
     let mine = 0;
     let all = 0;
     for (const [id, h] of held) {

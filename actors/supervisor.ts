@@ -870,17 +870,27 @@ export class Supervisor {
       dialer.learn(remote.addr);
     }
     dialer?.connected();
-    void this.#rememberPeer(remote, conn.dialed);
+    // The address we dialed stays first: Peer.connect's own record of it
+    // may be overwritten by this one, which read the record before.
+    void this.#rememberPeer(
+      remote,
+      conn.dialed,
+      conn.dialed ? remoteAddr : undefined,
+    );
   }
 
-  async #rememberPeer(remote: RemoteHello, dialed: boolean): Promise<void> {
+  async #rememberPeer(
+    remote: RemoteHello,
+    dialed: boolean,
+    dialedAddr?: string,
+  ): Promise<void> {
     try {
       const store = this.#o.store;
       const known = await store.peer(remote.key);
       const now = Date.now();
       const addresses = [...(known?.addresses ?? [])];
       const dialerAddrs = this.#dialers.get(remote.key)?.addresses ?? [];
-      for (const a of [...dialerAddrs, remote.addr].reverse()) {
+      for (const a of [dialedAddr, ...dialerAddrs, remote.addr].reverse()) {
         if (!a) continue;
         const i = addresses.indexOf(a);
         if (i >= 0) addresses.splice(i, 1);
