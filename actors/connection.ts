@@ -35,7 +35,7 @@ import {
 } from "./connection_machine.ts";
 import type { Transport } from "./transport.ts";
 import type { OutboxEntry, Store } from "../storage/store.ts";
-import type { IncomingLine } from "../storage/store.ts";
+import type { IncomingLine, ReceiveOutcome } from "../storage/store.ts";
 import { chunkMessage } from "../storage/spool.ts";
 import { encodeLine } from "../wire/frame.ts";
 import { LineReader } from "../wire/line_reader.ts";
@@ -150,8 +150,16 @@ export interface ConnectionOptions {
    * itself: grant, presence and err (an addition to the lead's contract).
    */
   onControl?(conn: Connection, line: ReceivedLine): void;
-  /** Every line, in and out, for the log or an inspector. */
-  onLine?(conn: Connection, dir: "in" | "out", raw: string): void;
+  /**
+   * Every line, in and out, for the log or an inspector; `message` is the
+   * line already parsed (absent for a local note or an unparsable line).
+   */
+  onLine?(
+    conn: Connection,
+    dir: "in" | "out",
+    raw: string,
+    message?: Record<string, unknown>,
+  ): void;
   /** Called once, when the connection has closed, with the reason. */
   onClosed?(conn: Connection, reason: string): void;
   /** xstate inspection, passed to createActor. */
@@ -177,6 +185,12 @@ const EXTENSIONS: ReadonlySet<string> = new Set([
 const CONTROL: ReadonlySet<string> = new Set(["grant", "presence", "err"]);
 /** How long a closing connection waits for queued lines to drain. */
 const DRAIN_MS = 1_000;
+/**
+ * Bytes of received content lines whose commit is in flight before reading
+ * waits for them: reading and parsing go on while a commit runs (so the next
+ * group commit can take all that arrived), but a flood cannot pile up.
+ */
+const MAX_UNCOMMITTED_BYTES = 4 * 1024 * 1024;
 
 const decoder = new TextDecoder();
 const lossy = new TextDecoder("utf-8", { fatal: false });
@@ -244,6 +258,13 @@ export class Connection {
   #lastPing: { id: string; at: number } | undefined;
   #rtt: number | undefined;
   #out: Promise<void> = Promise.resolve();
+  /** Received content batches: beforeCommit and store.receive, in order. */
+  #submitted: Promise<void> = Promise.resolve();
+  /** The same batches once committed: acks and delivery, in order. */
+  #committed: Promise<void> = Promise.resolve();
+  #uncommittedBytes = 0;
+  /** A commit failed: nothing later is committed or acked. */
+  #storageFailed = false;
   #establishedD = deferred<RemoteHello>();
   #closedD = deferred<string>();
 
@@ -380,6 +401,7 @@ export class Connection {
       this,
       "out",
       decoder.decode(frame.subarray(0, frame.length - 1)),
+      message,
     );
     this.#t.write(frame).catch((error) => {
       this.#event({ type: "END", reason: `write failed: ${errorText(error)}` });
@@ -537,7 +559,6 @@ export class Connection {
     if (events.length === 0) return;
     this.#event({ type: "RECEIVED" });
     const batch: Array<IncomingLine & { received: ReceivedLine }> = [];
-    const pending: Promise<unknown>[] = [];
     try {
       for (const ev of events) {
         if (this.#done || this.actor.getSnapshot().status !== "active") break;
@@ -550,11 +571,9 @@ export class Connection {
           break;
         }
         const parsed = parseLine(ev.bytes);
-        this.#o.onLine?.(
-          this,
-          "in",
-          parsed.ok ? parsed.raw : lossy.decode(ev.bytes),
-        );
+        if (parsed.ok) {
+          this.#o.onLine?.(this, "in", parsed.raw, parsed.message);
+        } else this.#o.onLine?.(this, "in", lossy.decode(ev.bytes));
         if (!parsed.ok) {
           await this.#commit(batch);
           this.#fail("bad_frame", parsed.detail);
@@ -606,11 +625,15 @@ export class Connection {
           case "ack": {
             const re = message.re as string;
             const th = typeof message.th === "string" ? message.th : undefined;
-            pending.push(
-              this.#o.store.acked(this.#peer!.key, th, re).then(() =>
-                this.#o.onAck?.(this, th === undefined ? { re } : { re, th })
-              ),
+            // The store drops the entry from its index at once (inOutbox is
+            // false from here) and commits the delete with the next group:
+            // the receiver has the line durably, so the ack is reported now.
+            // Should we die before that commit, the line is replayed and the
+            // receiver acks it again as a duplicate.
+            this.#o.store.acked(this.#peer!.key, th, re).catch((error) =>
+              this.#fail("internal", `storage failed: ${errorText(error)}`)
             );
+            this.#o.onAck?.(this, th === undefined ? { re } : { re, th });
             break;
           }
           case "ping":
@@ -648,8 +671,11 @@ export class Connection {
             // hello, auth again and unknown types: ignored (SPEC 5).
         }
       }
-      await this.#commit(batch);
-      await Promise.all(pending);
+      void this.#commit(batch);
+      // Reading goes on while commits run, up to a bound.
+      if (this.#uncommittedBytes > MAX_UNCOMMITTED_BYTES) {
+        await this.#committed;
+      }
     } catch (error) {
       this.#fail("internal", `storage failed: ${errorText(error)}`);
     }
@@ -663,19 +689,63 @@ export class Connection {
     });
   }
 
-  /** Group commit, then acks, then delivery of the new lines. */
-  async #commit(
+  /**
+   * Starts the group commit of `batch` (emptied) and resolves once it and
+   * every earlier batch are committed, acked and delivered. Batches are
+   * handed to `beforeCommit` and `store.receive` in order, each as soon as
+   * the previous one was handed over (not committed), so the store's group
+   * commit takes whatever arrived while its last commit ran; acks and
+   * delivery follow the commits in the same order. A failure closes the
+   * connection, and later batches are neither committed nor acked.
+   */
+  #commit(
     batch: Array<IncomingLine & { received: ReceivedLine }>,
   ): Promise<void> {
-    if (batch.length === 0) return;
+    if (batch.length === 0) return this.#committed;
     const lines = batch.splice(0);
-    if (this.#o.beforeCommit) {
-      await this.#o.beforeCommit(this, lines.map((l) => l.received));
-    }
-    const outcomes = await this.#o.store.receive(
-      this.#peer!.key,
-      lines.map(({ id, t, th, message, raw }) => ({ id, t, th, message, raw })),
-    );
+    let bytes = 0;
+    for (const line of lines) bytes += line.raw.length;
+    this.#uncommittedBytes += bytes;
+    const key = this.#peer!.key;
+    const before = this.#o.beforeCommit;
+    // Wrapped, so the step resolves once handed over, not once committed.
+    const handed = this.#submitted.then(async () => {
+      if (this.#storageFailed) throw new Error("an earlier commit failed");
+      if (before) await before(this, lines.map((l) => l.received));
+      if (this.#storageFailed) throw new Error("an earlier commit failed");
+      return {
+        outcomes: this.#o.store.receive(
+          key,
+          lines.map(({ id, t, th, message, raw }) => ({
+            id,
+            t,
+            th,
+            message,
+            raw,
+          })),
+        ),
+      };
+    });
+    this.#submitted = handed.then(() => {}, () => {});
+    const step = this.#committed.then(async () => {
+      const outcomes = await (await handed).outcomes;
+      if (this.#storageFailed) return;
+      this.#ackAndDeliver(lines, outcomes);
+    }).catch((error) => {
+      this.#storageFailed = true;
+      this.#fail("internal", `storage failed: ${errorText(error)}`);
+    }).finally(() => {
+      this.#uncommittedBytes -= bytes;
+    });
+    this.#committed = step;
+    return step;
+  }
+
+  /** Acks the committed lines, then delivers the new ones. */
+  #ackAndDeliver(
+    lines: Array<IncomingLine & { received: ReceivedLine }>,
+    outcomes: ReceiveOutcome[],
+  ): void {
     const fresh: ReceivedLine[] = [];
     for (let i = 0; i < lines.length; i++) {
       const line = lines[i];

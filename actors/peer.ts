@@ -517,7 +517,8 @@ export class Peer {
           track(this.#ext.onPrivate(d.peer, (d.message as Private).th)),
       },
       onEvent: (e) => this.#onSupervisorEvent(e),
-      onLine: (peer, dir, raw) => this.#logLine(peer, dir, raw),
+      onLine: (peer, dir, raw, message) =>
+        this.#logLine(peer, dir, raw, message),
       beforeCommit: (peer, conn, lines) =>
         this.#beforeCommit(peer, conn, lines),
       // Each fresh msg/state holds its event's turn: events leave in seq order.
@@ -1649,15 +1650,15 @@ export class Peer {
    * Every line after the handshake goes to the traffic log, batched (the
    * received content lines are logged by store.receive, in their commit).
    */
-  #logLine(peer: string | undefined, dir: "in" | "out", raw: string): void {
-    if (!peer) return;
-    let m: Record<string, unknown>;
-    try {
-      m = JSON.parse(raw);
-    } catch {
-      return; // a local note, or an unparsable line the connection refused
-    }
-    if (typeof m !== "object" || m === null || typeof m.t !== "string") return;
+  #logLine(
+    peer: string | undefined,
+    dir: "in" | "out",
+    raw: string,
+    parsed?: Record<string, unknown>,
+  ): void {
+    // Without the parsed line: a local note, or a line the connection refused.
+    const m = parsed;
+    if (!peer || m === undefined || typeof m.t !== "string") return;
     let bare: Record<string, unknown> | undefined;
     if (m.t === "chunk") {
       const { data: _, ...rest } = m;
@@ -1675,6 +1676,9 @@ export class Peer {
       );
     }
     if (dir === "in" && LOGGED_BY_RECEIVE.has(m.t)) return;
+    // Acks have no log rows: one per content line would double the log's
+    // writes, and the acked line's own row and the `acked` event say it.
+    if (m.t === "ack") return;
     const line = bare ? JSON.stringify(bare) : raw;
     this.#logBuffer.push({
       peer,

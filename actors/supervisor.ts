@@ -187,8 +187,13 @@ export interface SupervisorOptions {
   retentionMs?: number;
   /** Everything the supervisor reports. */
   onEvent?(event: SupervisorEvent): void;
-  /** Every line in and out, for a log or an inspector. */
-  onLine?(peer: string | undefined, dir: "in" | "out", raw: string): void;
+  /** Every line in and out (parsed, when it parsed), for a log or an inspector. */
+  onLine?(
+    peer: string | undefined,
+    dir: "in" | "out",
+    raw: string,
+    message?: Record<string, unknown>,
+  ): void;
   /** Awaited before received content lines commit (see ConnectionOptions). */
   beforeCommit?(
     peer: string,
@@ -773,7 +778,8 @@ export class Supervisor {
       },
       onControl: (c, line) => this.#route(c, line.message, line.raw),
       onLine: this.#o.onLine
-        ? (c, dir, raw) => this.#o.onLine!(c.remote?.key, dir, raw)
+        ? (c, dir, raw, message) =>
+          this.#o.onLine!(c.remote?.key, dir, raw, message)
         : undefined,
       onClosed: (c, reason) => this.#closed(c, reason, transport.remoteAddr),
     });

@@ -884,8 +884,11 @@ export class KvStore implements Store {
     const range = {
       prefix: ["ob", keyText(requireText(peer, "outbox: peer"))],
     };
+    const pk = range.prefix[1];
     for await (const { value } of listRecords(this.#backend, range, 3)) {
-      out.push({ ...(value as StoredEntry), peer });
+      const e = value as StoredEntry;
+      // An acked entry whose delete is not committed yet is already gone.
+      if (this.#index.get(pk, e.id)) out.push({ ...e, peer });
     }
     return out;
   }
