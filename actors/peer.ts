@@ -250,6 +250,8 @@ const HANDSHAKE: ReadonlySet<string> = new Set(["hello", "auth", "resume"]);
 const LOG_BATCH = 256;
 const EARLY_EVENTS = 10_000;
 const ACKED_MEMORY = 10_000;
+/** A thread's record is rewritten at most this often by sends alone. */
+const TOUCH_EVERY_MS = 1_000;
 
 const MIME: Record<string, string> = {
   txt: "text/plain",
@@ -361,6 +363,8 @@ export class Peer {
   #early: PeerEvent[] | undefined = [];
   #sendTurn: Promise<void> = Promise.resolve();
   #acked = new Set<string>();
+  /** When each thread record was last written by {@link #touchThread}. */
+  #threadTouched = new Map<string, number>();
   #ackWaiters = new Map<string, Set<() => void>>();
   #sentTo = new Map<string, string>();
   #spoolByMsg = new Map<string, PendingSpool>();
@@ -833,9 +837,13 @@ export class Peer {
     }
     drafts.push({ fields });
     let entries;
+    // Asked together with the enqueue, so both share one group commit.
+    let touched: Promise<void> | undefined;
     try {
       // One enqueue: chunk ids come before the msg's (NOTES item 1).
       const enqueued = this.#sup.send(key, drafts);
+      touched = this.#touchThread(key, th, { subject: options.subject });
+      touched.catch(() => {}); // awaited below, once the enqueue is durable
       asked?.();
       entries = await enqueued;
     } catch (error) {
@@ -871,7 +879,7 @@ export class Peer {
         this.#blobs.outgoing(key, blob.ref, { th, name, size: blob.size });
       }
     }
-    await this.#touchThread(key, th, { subject: options.subject });
+    await touched;
     const sent = { ...fields, id, ts: entries[entries.length - 1].ts } as Msg;
     await this.#threads.feed(key, th, { type: "MSG_OUT", message: sent });
     await this.#ext.onLine(key, "out", { ...sent });
@@ -1586,7 +1594,20 @@ export class Peer {
     th: string,
     change: ThreadPatch,
   ): Promise<void> {
+    // A burst of sends in one thread writes its record once a second, not
+    // once a msg: only `updated` (for retention, in days) would change.
+    const id = `${peer} ${th}`;
+    const now = Date.now();
+    const onlyTouch = change.subject === undefined && !change.mine &&
+      !change.read;
+    const last = this.#threadTouched.get(id);
+    if (onlyTouch && last !== undefined && now - last < TOUCH_EVERY_MS) return;
     await this.#store.patchThread(peer, th, change);
+    this.#threadTouched.delete(id);
+    this.#threadTouched.set(id, now);
+    if (this.#threadTouched.size > ACKED_MEMORY) {
+      this.#threadTouched.delete(this.#threadTouched.keys().next().value!);
+    }
   }
 
   #onSupervisorEvent(e: SupervisorEvent): void {

@@ -27,7 +27,7 @@
  * | `["identity"]` | 32-byte seed |
  * | `["ob", pk, id]` | outbox entry record (without `peer`) |
  * | `["rx", pk, tk, ik]` | receive time (`{ at, id }` when `ik` is hashed): dedup of received content lines |
- * | `["seen", pk, tk]` | `{ th?, id?, floor? }` last received id; dedup watermark |
+ * | `["seen", pk, tk]` | `{ th?, id?, floor?, max? }` last received id; dedup floor; highest id (above it, no `rx` read) |
  * | `["thr", pk, tk]` | {@link ThreadRecord} |
  * | `["log", seq]` | {@link LogEntry} |
  * | `["logp", pk, seq]`, `["logt", pk, tk, seq]` | `1`: log indexes by peer, thread |
@@ -177,6 +177,7 @@ const TRIM_EVERY = 1000;
 /** Thread states after which a thread's dedup watermark may be forgotten. */
 const ENDED_STATES: ReadonlySet<string> = new Set(["done", "failed", "closed"]);
 
+const TRACE = Deno.env.get("AWP_TRACE_COMMITS");
 const utf8 = new TextEncoder();
 const fromUtf8 = new TextDecoder();
 
@@ -517,6 +518,8 @@ interface SeenRecord {
   th?: string;
   id?: string;
   floor?: string;
+  /** The highest id received in the thread: any higher one is new. */
+  max?: string;
 }
 
 /** Index rows of the layout before the in-memory outbox index (deleted on open). */
@@ -682,7 +685,17 @@ export class KvStore implements Store {
         batch = new Batch();
         if (current.size > 0) {
           try {
+            const T0 = performance.now();
             await this.#backend.commit([...current.mutations.values()]);
+            if (TRACE) {
+              Deno.writeTextFileSync(
+                TRACE,
+                `${Deno.pid} ${T0.toFixed(1)} ${
+                  (performance.now() - T0).toFixed(2)
+                } ${current.size} ${done.length}\n`,
+                { append: true },
+              );
+            }
           } catch (error) {
             failed = true;
             failure = error;
@@ -1048,13 +1061,11 @@ export class KvStore implements Store {
       return Promise.reject(error);
     }
     const pk = keyText(peer);
+    // The `rx` rows are not read ahead: a line above its thread's `max` is
+    // new without a read, which is every line of an in-order sender.
     const prefetch: Key[] = lines.flatMap((line) => {
       const tk = threadKey(line.th);
-      return [["rx", pk, tk, keyText(line.id)], ["seen", pk, tk], [
-        "thr",
-        pk,
-        tk,
-      ]];
+      return [["seen", pk, tk], ["thr", pk, tk]];
     });
     return this.#submit(false, async (tx) => {
       const out: ReceiveOutcome[] = [];
@@ -1064,8 +1075,11 @@ export class KvStore implements Store {
         const tk = threadKey(line.th);
         const rxKey: Key = ["rx", pk, tk, keyText(line.id)];
         const seen = await tx.getRecord<SeenRecord>(["seen", pk, tk]);
-        const duplicate = (await tx.get(rxKey)) !== undefined ||
-          (seen?.floor !== undefined && line.id <= seen.floor);
+        const above = seen?.max !== undefined && line.id > seen.max;
+        const duplicate = !above && (
+          (seen?.floor !== undefined && line.id <= seen.floor) ||
+          (await tx.get(rxKey)) !== undefined
+        );
         if (duplicate) {
           out.push({ id: line.id, duplicate });
           continue;
@@ -1083,12 +1097,22 @@ export class KvStore implements Store {
         out.push({ id: line.id, duplicate, seq });
         const ik = keyText(line.id);
         tx.set(rxKey, ik === line.id ? at : { at, id: line.id });
+        // `max` is kept from a thread's first record on (a record written
+        // before it existed may have seen higher ids: it goes without).
+        const max = seen === undefined
+          ? line.id
+          : seen.max === undefined || line.id < seen.max
+          ? seen.max
+          : line.id;
         if (line.th !== undefined && CONTENT_TYPES.has(line.t)) {
           await tx.putRecord(["seen", pk, tk], {
             ...seen,
             th: line.th,
             id: line.id,
+            ...(max === undefined ? {} : { max }),
           });
+        } else if (max !== undefined && max !== seen?.max) {
+          await tx.putRecord(["seen", pk, tk], { ...seen, max });
         }
         if (line.th !== undefined && (line.t === "msg" || line.t === "state")) {
           await this.#touchThread(tx, peer, line, now);
