@@ -258,9 +258,11 @@ export class Connection {
   #lastPing: { id: string; at: number } | undefined;
   #rtt: number | undefined;
   #out: Promise<void> = Promise.resolve();
-  /** Received content batches: beforeCommit and store.receive, in order. */
-  #submitted: Promise<void> = Promise.resolve();
-  /** The same batches once committed: acks and delivery, in order. */
+  /** Received content lines not yet handed to the store. */
+  #uncommitted: Array<IncomingLine & { received: ReceivedLine }> = [];
+  /** The pump handing them over, while it runs. */
+  #pumping: Promise<void> | undefined;
+  /** Handed batches once committed: acks and delivery, in order. */
   #committed: Promise<void> = Promise.resolve();
   #uncommittedBytes = 0;
   /** A commit failed: nothing later is committed or acked. */
@@ -674,7 +676,7 @@ export class Connection {
       void this.#commit(batch);
       // Reading goes on while commits run, up to a bound.
       if (this.#uncommittedBytes > MAX_UNCOMMITTED_BYTES) {
-        await this.#committed;
+        await this.#settled();
       }
     } catch (error) {
       this.#fail("internal", `storage failed: ${errorText(error)}`);
@@ -690,31 +692,51 @@ export class Connection {
   }
 
   /**
-   * Starts the group commit of `batch` (emptied) and resolves once it and
-   * every earlier batch are committed, acked and delivered. Batches are
-   * handed to `beforeCommit` and `store.receive` in order, each as soon as
-   * the previous one was handed over (not committed), so the store's group
-   * commit takes whatever arrived while its last commit ran; acks and
-   * delivery follow the commits in the same order. A failure closes the
-   * connection, and later batches are neither committed nor acked.
+   * Queues `batch` (emptied) for the group commit and resolves once it and
+   * every earlier line are committed, acked and delivered. One pump hands
+   * the queued lines to `beforeCommit` and `store.receive`, all that queued
+   * up since its last turn at once, without waiting for the commit before:
+   * the store's group commit takes whatever arrived while its last commit
+   * ran, and `beforeCommit` (a chunk's bytes) syncs once per turn. Acks and
+   * delivery follow the commits in order. A failure closes the connection;
+   * later lines are neither committed nor acked.
    */
   #commit(
     batch: Array<IncomingLine & { received: ReceivedLine }>,
   ): Promise<void> {
-    if (batch.length === 0) return this.#committed;
-    const lines = batch.splice(0);
-    let bytes = 0;
-    for (const line of lines) bytes += line.raw.length;
-    this.#uncommittedBytes += bytes;
+    if (batch.length > 0) {
+      for (const line of batch) this.#uncommittedBytes += line.raw.length;
+      this.#uncommitted.push(...batch.splice(0));
+      this.#startPump();
+    }
+    return this.#settled();
+  }
+
+  #startPump(): void {
+    this.#pumping ??= this.#pump().finally(() => {
+      this.#pumping = undefined;
+      // Lines queued after the pump's last look.
+      if (this.#uncommitted.length > 0) this.#startPump();
+    });
+  }
+
+  /** Resolves once every queued line is committed, acked and delivered. */
+  async #settled(): Promise<void> {
+    while (this.#pumping) await this.#pumping;
+    await this.#committed;
+  }
+
+  async #pump(): Promise<void> {
     const key = this.#peer!.key;
-    const before = this.#o.beforeCommit;
-    // Wrapped, so the step resolves once handed over, not once committed.
-    const handed = this.#submitted.then(async () => {
-      if (this.#storageFailed) throw new Error("an earlier commit failed");
-      if (before) await before(this, lines.map((l) => l.received));
-      if (this.#storageFailed) throw new Error("an earlier commit failed");
-      return {
-        outcomes: this.#o.store.receive(
+    while (this.#uncommitted.length > 0 && !this.#storageFailed) {
+      const lines = this.#uncommitted.splice(0);
+      let bytes = 0;
+      for (const line of lines) bytes += line.raw.length;
+      let outcomes: Promise<ReceiveOutcome[]>;
+      try {
+        await this.#o.beforeCommit?.(this, lines.map((l) => l.received));
+        if (this.#storageFailed) throw new Error("an earlier commit failed");
+        outcomes = this.#o.store.receive(
           key,
           lines.map(({ id, t, th, message, raw }) => ({
             id,
@@ -723,22 +745,29 @@ export class Connection {
             message,
             raw,
           })),
-        ),
-      };
-    });
-    this.#submitted = handed.then(() => {}, () => {});
-    const step = this.#committed.then(async () => {
-      const outcomes = await (await handed).outcomes;
-      if (this.#storageFailed) return;
-      this.#ackAndDeliver(lines, outcomes);
-    }).catch((error) => {
-      this.#storageFailed = true;
-      this.#fail("internal", `storage failed: ${errorText(error)}`);
-    }).finally(() => {
-      this.#uncommittedBytes -= bytes;
-    });
-    this.#committed = step;
-    return step;
+        );
+      } catch (error) {
+        this.#storageFailed = true;
+        this.#uncommittedBytes -= bytes;
+        this.#fail("internal", `storage failed: ${errorText(error)}`);
+        break;
+      }
+      outcomes.catch(() => {}); // handled in order below
+      this.#committed = this.#committed.then(async () => {
+        const out = await outcomes;
+        if (!this.#storageFailed) this.#ackAndDeliver(lines, out);
+      }).catch((error) => {
+        this.#storageFailed = true;
+        this.#fail("internal", `storage failed: ${errorText(error)}`);
+      }).finally(() => {
+        this.#uncommittedBytes -= bytes;
+      });
+    }
+    if (this.#storageFailed) {
+      for (const line of this.#uncommitted.splice(0)) {
+        this.#uncommittedBytes -= line.raw.length;
+      }
+    }
   }
 
   /** Acks the committed lines, then delivers the new ones. */

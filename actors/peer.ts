@@ -1786,11 +1786,10 @@ export class Peer {
     conn: Connection,
     lines: ReceivedLine[],
   ): Promise<void> {
-    for (const { message } of lines) {
-      if (message.t === "chunk") {
-        await this.#blobs.takeChunk(peer, conn, message);
-      }
-    }
+    const chunks = lines.flatMap(({ message }) =>
+      message.t === "chunk" ? [message] : []
+    );
+    if (chunks.length > 0) await this.#blobs.takeChunks(peer, conn, chunks);
   }
 
   async #onErr(d: Delivery): Promise<void> {

@@ -350,35 +350,50 @@ export class PeerBlobs {
   }
 
   /**
-   * Writes a received chunk to its sink (synced) and persists the record;
-   * a refusal is answered on `conn` with err blob_refused, once.
+   * Writes received chunks to their sinks (one sync per sink for the whole
+   * batch) and persists each touched sink's record once; a refusal is
+   * answered on `conn` with err blob_refused, once.
    */
-  async takeChunk(peer: string, conn: Connection, m: Chunk): Promise<void> {
-    const sink = await this.#sinkFor(peer, m.ref, m.th);
-    const result = await sink.write(m);
-    if (
-      result.kind === "error" &&
-      (result.code === "out_of_order" || result.code === "after_complete")
-    ) {
-      // The sink has it already: a replay of a chunk written before a crash
-      // (or a reconnect) but not committed as seen. A duplicate, not an error.
-      return;
+  async takeChunks(
+    peer: string,
+    conn: Connection,
+    chunks: Chunk[],
+  ): Promise<void> {
+    // Sinks in order of first appearance, each with its chunks in order.
+    const bySink = new Map<string, Chunk[]>();
+    for (const m of chunks) {
+      const list = bySink.get(m.ref);
+      if (list) list.push(m);
+      else bySink.set(m.ref, [m]);
     }
-    await this.#store.putBlob(sink.record);
-    const event = sinkEvent(result);
-    const actor = this.#incomingBlob(peer, m.ref, sink);
-    if (event) void actor.then((a) => a.send(event), () => {});
-    if (result.kind === "refused") {
-      if (!result.repeat) {
-        conn.sendLine({
-          t: "err",
-          code: "blob_refused",
-          detail: result.detail,
-          ref: m.ref,
-        });
+    for (const list of bySink.values()) {
+      const sink = await this.#sinkFor(peer, list[0].ref, list[0].th);
+      const results = await sink.writeMany(list);
+      // A chunk the sink has already is a replay of one written before a
+      // crash (or a reconnect) but not committed as seen: not an error.
+      const taken = results.filter((r) =>
+        !(r.kind === "error" &&
+          (r.code === "out_of_order" || r.code === "after_complete"))
+      );
+      if (taken.length === 0) continue;
+      await this.#store.putBlob(sink.record);
+      const actor = this.#incomingBlob(peer, list[0].ref, sink);
+      for (const result of taken) {
+        const event = sinkEvent(result);
+        if (event) void actor.then((a) => a.send(event), () => {});
+        if (result.kind === "refused") {
+          if (!result.repeat) {
+            conn.sendLine({
+              t: "err",
+              code: "blob_refused",
+              detail: result.detail,
+              ref: result.ref,
+            });
+          }
+        } else if (result.kind === "error") {
+          this.#localError(peer, "blob", result.detail, result.ref);
+        }
       }
-    } else if (result.kind === "error") {
-      this.#localError(peer, "blob", result.detail, m.ref);
     }
   }
 
