@@ -83,6 +83,8 @@ export interface ReceivedLine {
   message: Message;
   /** The line exactly as received, without its newline. */
   raw: string;
+  /** For a chunk: its data, decoded (and so checked) once on arrival. */
+  bytes?: Uint8Array;
   /**
    * Its traffic-log position, as `store.receive` reported it: set on the
    * fresh committed lines handed to `onDeliver` (when the store reports one).
@@ -597,7 +599,12 @@ export class Connection {
           continue;
         }
         const t = message.t;
-        const valid = validateMessage(message);
+        // A chunk's data is decoded here, once: that checks it faster than
+        // the schema's pattern over ~350 KB, and the sink takes the bytes.
+        const bytes = t === "chunk" ? decodedChunk(message) : undefined;
+        const valid = validateMessage(
+          bytes ? { ...message, data: "" } : message,
+        );
         if (!valid.ok) {
           if (EXTENSIONS.has(t) || !isKnown(t)) continue;
           await this.#commit(batch);
@@ -608,9 +615,10 @@ export class Connection {
           );
           break;
         }
-        const received = {
+        const received: ReceivedLine = {
           message: message as unknown as Message,
           raw: parsed.raw,
+          ...(bytes ? { bytes } : {}),
         };
         if (COMMITTED.has(t)) {
           batch.push({
@@ -895,6 +903,23 @@ export class Connection {
     this.#authed = true;
     await this.#o.onAuthenticated?.(this);
     if (this.state === "auth") this.#event({ type: "AUTH_OK" });
+  }
+}
+
+/**
+ * A chunk's data decoded, when it is standard base64 (what the schema's
+ * pattern allows and more: the padding is right too); else undefined, and
+ * the schema decides.
+ */
+function decodedChunk(message: Obj): Uint8Array | undefined {
+  const data = message.data;
+  if (typeof data !== "string" || data.includes("-") || data.includes("_")) {
+    return undefined;
+  }
+  try {
+    return decodeBase64(data);
+  } catch {
+    return undefined;
   }
 }
 

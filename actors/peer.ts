@@ -1786,8 +1786,8 @@ export class Peer {
     conn: Connection,
     lines: ReceivedLine[],
   ): Promise<void> {
-    const chunks = lines.flatMap(({ message }) =>
-      message.t === "chunk" ? [message] : []
+    const chunks = lines.flatMap(({ message, bytes }) =>
+      message.t === "chunk" ? [bytes ? { ...message, bytes } : message] : []
     );
     if (chunks.length > 0) await this.#blobs.takeChunks(peer, conn, chunks);
   }

@@ -357,10 +357,10 @@ export class PeerBlobs {
   async takeChunks(
     peer: string,
     conn: Connection,
-    chunks: Chunk[],
+    chunks: Array<Chunk & { bytes?: Uint8Array }>,
   ): Promise<void> {
     // Sinks in order of first appearance, each with its chunks in order.
-    const bySink = new Map<string, Chunk[]>();
+    const bySink = new Map<string, Array<Chunk & { bytes?: Uint8Array }>>();
     for (const m of chunks) {
       const list = bySink.get(m.ref);
       if (list) list.push(m);

@@ -32,6 +32,8 @@ export interface ChunkInput {
   last: boolean;
   /** The chunk's bytes in base64 (standard or url, padded or not). */
   data: string;
+  /** The same bytes already decoded (then `data` is not read). */
+  bytes?: Uint8Array;
 }
 
 /** What the msg's blob part says about the blob. */
@@ -516,7 +518,7 @@ export class BlobSink {
     }
     let bytes: Uint8Array;
     try {
-      bytes = decodeBase64(chunk.data);
+      bytes = chunk.bytes ?? decodeBase64(chunk.data);
     } catch (error) {
       const detail = `blob ${this.#ref} chunk ${n}: ${oneLine(error)}`;
       await this.#removeTemp();
