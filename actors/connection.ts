@@ -54,7 +54,11 @@ import {
   PROTOCOL_VERSION,
 } from "../wire/types.ts";
 
-/** Bytes of outbox lines queued on the socket before waiting for it to drain. */
+/**
+ * Bytes queued on the socket and not yet written before outbox lines wait:
+ * a sliding window, so the socket's own pace sets the sender's (a replay of
+ * a big blob never reads and queues every chunk at once).
+ */
 const WRITE_AHEAD_BYTES = 2 * 1024 * 1024;
 
 export type { ConnectionTimeouts } from "./connection_machine.ts";
@@ -194,6 +198,7 @@ const DRAIN_MS = 1_000;
  */
 const MAX_UNCOMMITTED_BYTES = 4 * 1024 * 1024;
 
+const TRACE = Deno.env.get("AWP_TRACE_COMMITS");
 const decoder = new TextDecoder();
 const lossy = new TextDecoder("utf-8", { fatal: false });
 
@@ -267,6 +272,11 @@ export class Connection {
   /** Handed batches once committed: acks and delivery, in order. */
   #committed: Promise<void> = Promise.resolve();
   #uncommittedBytes = 0;
+  /** Bytes handed to the transport and not yet written. */
+  #unwrittenBytes = 0;
+  #writeWaiters: Array<() => void> = [];
+  /** Reading, waiting for a batch to commit (over the in-flight bound). */
+  #commitWaiters: Array<() => void> = [];
   /** A commit failed: nothing later is committed or acked. */
   #storageFailed = false;
   #establishedD = deferred<RemoteHello>();
@@ -407,10 +417,22 @@ export class Connection {
       decoder.decode(frame.subarray(0, frame.length - 1)),
       message,
     );
+    const size = frame.length;
+    this.#unwrittenBytes += size;
     this.#t.write(frame).catch((error) => {
       this.#event({ type: "END", reason: `write failed: ${errorText(error)}` });
+    }).finally(() => {
+      this.#unwrittenBytes -= size;
+      for (const wake of this.#writeWaiters.splice(0)) wake();
     });
-    return frame.length;
+    return size;
+  }
+
+  /** Resolves once the bytes queued on the socket are under the window. */
+  async #writeRoom(): Promise<void> {
+    while (this.#unwrittenBytes >= WRITE_AHEAD_BYTES && !this.#t.closed) {
+      await new Promise<void>((wake) => this.#writeWaiters.push(wake));
+    }
   }
 
   #sendHello(): void {
@@ -480,14 +502,8 @@ export class Connection {
   }
 
   async #writeEntries(entries: OutboxEntry[]): Promise<void> {
-    // Backpressure: a replay of a big blob would otherwise read and queue
-    // every chunk at once; wait for the socket to drain every few MiB.
-    let queued = 0;
     for (const entry of entries) {
-      if (queued >= WRITE_AHEAD_BYTES) {
-        await this.#t.flush();
-        queued = 0;
-      }
+      await this.#writeRoom();
       if (this.#done || this.#byeSent) return;
       // Ids increase in send order, so anything at or below is already out.
       if (entry.id <= this.#sentUpTo) continue;
@@ -509,7 +525,7 @@ export class Connection {
         line = { t, id: entry.id, ts: entry.ts, ...rest };
       }
       this.#sentUpTo = entry.id;
-      queued += this.#send(line);
+      this.#send(line);
       this.#o.onSent?.(this, entry);
     }
   }
@@ -683,8 +699,11 @@ export class Connection {
       }
       void this.#commit(batch);
       // Reading goes on while commits run, up to a bound.
-      if (this.#uncommittedBytes > MAX_UNCOMMITTED_BYTES) {
-        await this.#settled();
+      while (
+        this.#uncommittedBytes > MAX_UNCOMMITTED_BYTES && !this.#done &&
+        !this.#storageFailed
+      ) {
+        await new Promise<void>((wake) => this.#commitWaiters.push(wake));
       }
     } catch (error) {
       this.#fail("internal", `storage failed: ${errorText(error)}`);
@@ -742,7 +761,17 @@ export class Connection {
       for (const line of lines) bytes += line.raw.length;
       let outcomes: Promise<ReceiveOutcome[]>;
       try {
+        const T0 = performance.now();
         await this.#o.beforeCommit?.(this, lines.map((l) => l.received));
+        if (TRACE) {
+          Deno.writeTextFileSync(
+            TRACE,
+            `${Deno.pid} pump ${T0.toFixed(1)} ${
+              (performance.now() - T0).toFixed(2)
+            } lines ${lines.length} bytes ${bytes}\n`,
+            { append: true },
+          );
+        }
         if (this.#storageFailed) throw new Error("an earlier commit failed");
         outcomes = this.#o.store.receive(
           key,
@@ -769,12 +798,14 @@ export class Connection {
         this.#fail("internal", `storage failed: ${errorText(error)}`);
       }).finally(() => {
         this.#uncommittedBytes -= bytes;
+        for (const wake of this.#commitWaiters.splice(0)) wake();
       });
     }
     if (this.#storageFailed) {
       for (const line of this.#uncommitted.splice(0)) {
         this.#uncommittedBytes -= line.raw.length;
       }
+      for (const wake of this.#commitWaiters.splice(0)) wake();
     }
   }
 
