@@ -494,9 +494,22 @@ export class Connection {
   }
 
   async #replay(): Promise<void> {
+    // Lines their resume says they have are acked in effect: waiters on
+    // them (their ack was lost with a crash) hear it now.
     const entries = await this.#o.store.replay(
       this.#peer!.key,
       this.#theirSeen,
+      (e) => {
+        if (ACKED.has(e.t)) {
+          this.#o.onAck?.(
+            this,
+            e.th === undefined ? { re: e.id } : {
+              re: e.id,
+              th: e.th,
+            },
+          );
+        }
+      },
     );
     await this.#writeEntries(entries);
   }

@@ -906,8 +906,13 @@ export class KvStore implements Store {
     return out;
   }
 
-  replay(peer: string, seen: Record<string, string>): Promise<OutboxEntry[]> {
+  replay(
+    peer: string,
+    seen: Record<string, string>,
+    onCovered?: (entry: OutboxEntry) => void,
+  ): Promise<OutboxEntry[]> {
     const pk = keyText(peer);
+    const covered: OutboxEntry[] = [];
     return this.#submit(true, async (tx) => {
       const out: OutboxEntry[] = [];
       for await (
@@ -916,16 +921,22 @@ export class KvStore implements Store {
         }, 3)
       ) {
         const e = value as StoredEntry;
+        // Acked already, its delete not committed yet: not sent again.
+        if (!this.#index.get(pk, e.id)) continue;
         const last = e.th !== undefined && Object.hasOwn(seen, e.th)
           ? seen[e.th]
           : undefined;
         if (typeof last === "string" && e.id <= last) {
           this.#index.remove(pk, e.id);
           this.#dropEntry(tx, pk, e.id, parts);
+          covered.push({ ...e, peer });
         } else {
           out.push({ ...e, peer });
         }
       }
+      return out;
+    }).then((out) => {
+      for (const e of covered) onCovered?.(e);
       return out;
     });
   }

@@ -262,9 +262,14 @@ export interface Store {
   /**
    * The entries to replay after the remote's `resume`: in listed threads
    * those with id greater than the seen id, in unlisted threads all, in id
-   * order. Also drops entries at or before a listed seen id.
+   * order. Also drops entries at or before a listed seen id, and tells
+   * `onCovered` about each (the remote has them durably: as good as acked).
    */
-  replay(peer: string, seen: Record<string, string>): Promise<OutboxEntry[]>;
+  replay(
+    peer: string,
+    seen: Record<string, string>,
+    onCovered?: (entry: OutboxEntry) => void,
+  ): Promise<OutboxEntry[]>;
 
   /**
    * Handles an ack of `id` in thread `th`: removes that entry, the earlier
