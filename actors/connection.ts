@@ -261,7 +261,14 @@ export class Connection {
   #started = false;
   #byeSent = false;
   #theirSeen: Record<string, string> = {};
-  #sentUpTo = "";
+  /** Per thread (`""`: none), the highest id written: ids increase in it. */
+  #sentUpTo = new Map<string, string>();
+  /** Chunk entries handed to the output chain and not written yet, per thread. */
+  #queuedChunks = new Map<string, number>();
+  /** Other entries handed to the output chain and not written yet. */
+  #queuedOther = 0;
+  /** A replay is listing the outbox (its entries are not counted yet). */
+  #listing = false;
   #lastPing: { id: string; at: number } | undefined;
   #rtt: number | undefined;
   #out: Promise<void> = Promise.resolve();
@@ -350,7 +357,52 @@ export class Connection {
   /** Sends outboxed entries (committed, with ids) now if open; else they go on resume. */
   sendEntries(entries: OutboxEntry[]): void {
     if (!this.#opened || this.#done || this.#byeSent) return;
+    if (this.#mayOvertake(entries)) {
+      // Small lines are not stuck behind a blob's chunks in other threads.
+      for (const entry of entries) this.#writeLine(entry, this.#lineOf(entry));
+      return;
+    }
+    this.#hold(entries);
     this.#chain(() => this.#writeEntries(entries));
+  }
+
+  /**
+   * True when `entries` may be written before the chunks queued ahead of
+   * them: nothing but chunks is queued, none of `entries` is a chunk, and
+   * none is in a thread with queued chunks. Order within a thread is kept
+   * (the remote's seen and the cumulative acks count on it), and grants and
+   * introductions are never overtaken (a later ack drops them).
+   */
+  #mayOvertake(entries: OutboxEntry[]): boolean {
+    if (this.#queuedChunks.size === 0 || this.#queuedOther > 0) return false;
+    if (this.#listing) return false;
+    return entries.every((e) =>
+      e.chunk === undefined && e.t !== "chunk" &&
+      !this.#queuedChunks.has(e.th ?? "")
+    );
+  }
+
+  /** Counts entries handed to the output chain. */
+  #hold(entries: OutboxEntry[]): void {
+    for (const e of entries) {
+      if (e.chunk === undefined) this.#queuedOther++;
+      else {
+        const th = e.th ?? "";
+        this.#queuedChunks.set(th, (this.#queuedChunks.get(th) ?? 0) + 1);
+      }
+    }
+  }
+
+  /** Uncounts one entry of the output chain (written or skipped). */
+  #release(e: OutboxEntry): void {
+    if (e.chunk === undefined) {
+      this.#queuedOther--;
+      return;
+    }
+    const th = e.th ?? "";
+    const n = (this.#queuedChunks.get(th) ?? 1) - 1;
+    if (n > 0) this.#queuedChunks.set(th, n);
+    else this.#queuedChunks.delete(th);
   }
 
   /** Sends a non-outboxed line (err, presence, grant...) if open; `id` and `ts` are filled in when absent. */
@@ -496,6 +548,7 @@ export class Connection {
   async #replay(): Promise<void> {
     // Lines their resume says they have are acked in effect: waiters on
     // them (their ack was lost with a crash) hear it now.
+    this.#listing = true;
     const entries = await this.#o.store.replay(
       this.#peer!.key,
       this.#theirSeen,
@@ -510,37 +563,52 @@ export class Connection {
           );
         }
       },
-    );
+    ).finally(() => this.#listing = false);
+    this.#hold(entries);
     await this.#writeEntries(entries);
   }
 
   async #writeEntries(entries: OutboxEntry[]): Promise<void> {
     for (const entry of entries) {
-      await this.#writeRoom();
-      if (this.#done || this.#byeSent) return;
-      // Ids increase in send order, so anything at or below is already out.
-      if (entry.id <= this.#sentUpTo) continue;
-      let line: Obj;
-      if (entry.chunk) {
-        try {
-          line = await chunkMessage(entry);
-        } catch (error) {
-          // The spooled file is gone: nothing to send; the blob layer decides.
-          this.#o.onLine?.(
-            this,
-            "out",
-            `chunk ${entry.id} not sent: ${errorText(error)}`,
-          );
-          continue;
-        }
-      } else {
-        const { t, ...rest } = entry.fields;
-        line = { t, id: entry.id, ts: entry.ts, ...rest };
+      try {
+        await this.#writeRoom();
+        if (this.#done || this.#byeSent) return;
+        if (entry.id <= (this.#sentUpTo.get(entry.th ?? "") ?? "")) continue;
+        let line: Obj;
+        if (entry.chunk) {
+          try {
+            line = await chunkMessage(entry);
+          } catch (error) {
+            // The spooled file is gone: nothing to send; the blob layer decides.
+            this.#o.onLine?.(
+              this,
+              "out",
+              `chunk ${entry.id} not sent: ${errorText(error)}`,
+            );
+            continue;
+          }
+        } else line = this.#lineOf(entry);
+        this.#writeLine(entry, line);
+      } finally {
+        this.#release(entry);
       }
-      this.#sentUpTo = entry.id;
-      this.#send(line);
-      this.#o.onSent?.(this, entry);
     }
+  }
+
+  /** The wire line of an outbox entry without a chunk. */
+  #lineOf(entry: OutboxEntry): Obj {
+    const { t, ...rest } = entry.fields;
+    return { t, id: entry.id, ts: entry.ts, ...rest };
+  }
+
+  /** Writes an entry's line unless already written on this connection. */
+  #writeLine(entry: OutboxEntry, line: Obj): void {
+    // Ids increase in send order within a thread: at or below is out already.
+    const th = entry.th ?? "";
+    if (entry.id <= (this.#sentUpTo.get(th) ?? "")) return;
+    this.#sentUpTo.set(th, entry.id);
+    this.#send(line);
+    this.#o.onSent?.(this, entry);
   }
 
   #sendPing(): void {
