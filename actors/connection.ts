@@ -189,6 +189,8 @@ const EXTENSIONS: ReadonlySet<string> = new Set([
 ]);
 /** Core types the connection hands to onControl. */
 const CONTROL: ReadonlySet<string> = new Set(["grant", "presence", "err"]);
+/** Outboxed lines a later line never overtakes (a later ack drops them). */
+const BARRIERS: ReadonlySet<string> = new Set(["grant", "introduce"]);
 /** How long a closing connection waits for queued lines to drain. */
 const DRAIN_MS = 1_000;
 /**
@@ -198,7 +200,6 @@ const DRAIN_MS = 1_000;
  */
 const MAX_UNCOMMITTED_BYTES = 4 * 1024 * 1024;
 
-const TRACE = Deno.env.get("AWP_TRACE_COMMITS");
 const decoder = new TextDecoder();
 const lossy = new TextDecoder("utf-8", { fatal: false });
 
@@ -263,10 +264,10 @@ export class Connection {
   #theirSeen: Record<string, string> = {};
   /** Per thread (`""`: none), the highest id written: ids increase in it. */
   #sentUpTo = new Map<string, string>();
-  /** Chunk entries handed to the output chain and not written yet, per thread. */
-  #queuedChunks = new Map<string, number>();
-  /** Other entries handed to the output chain and not written yet. */
-  #queuedOther = 0;
+  /** Entries handed to the output chain and not written yet, per thread. */
+  #queuedThreads = new Map<string, number>();
+  /** Grants and introductions among them (never overtaken). */
+  #queuedBarriers = 0;
   /** A replay is listing the outbox (its entries are not counted yet). */
   #listing = false;
   #lastPing: { id: string; at: number } | undefined;
@@ -367,42 +368,39 @@ export class Connection {
   }
 
   /**
-   * True when `entries` may be written before the chunks queued ahead of
-   * them: nothing but chunks is queued, none of `entries` is a chunk, and
-   * none is in a thread with queued chunks. Order within a thread is kept
-   * (the remote's seen and the cumulative acks count on it), and grants and
-   * introductions are never overtaken (a later ack drops them).
+   * True when `entries` (msgs and states) may be written before the lines
+   * queued ahead of them (a blob's chunks): none is in a thread with lines
+   * queued, and no grant or introduction is queued. Order within a thread
+   * is kept (the remote's seen and the cumulative acks count on it), and
+   * grants and introductions are never overtaken (a later ack drops them).
    */
   #mayOvertake(entries: OutboxEntry[]): boolean {
-    if (this.#queuedChunks.size === 0 || this.#queuedOther > 0) return false;
+    if (this.#queuedThreads.size === 0 || this.#queuedBarriers > 0) {
+      return false;
+    }
     if (this.#listing) return false;
     return entries.every((e) =>
-      e.chunk === undefined && e.t !== "chunk" &&
-      !this.#queuedChunks.has(e.th ?? "")
+      (e.t === "msg" || e.t === "state") && e.th !== undefined &&
+      !this.#queuedThreads.has(e.th)
     );
   }
 
   /** Counts entries handed to the output chain. */
   #hold(entries: OutboxEntry[]): void {
     for (const e of entries) {
-      if (e.chunk === undefined) this.#queuedOther++;
-      else {
-        const th = e.th ?? "";
-        this.#queuedChunks.set(th, (this.#queuedChunks.get(th) ?? 0) + 1);
-      }
+      if (BARRIERS.has(e.t)) this.#queuedBarriers++;
+      const th = e.th ?? "";
+      this.#queuedThreads.set(th, (this.#queuedThreads.get(th) ?? 0) + 1);
     }
   }
 
   /** Uncounts one entry of the output chain (written or skipped). */
   #release(e: OutboxEntry): void {
-    if (e.chunk === undefined) {
-      this.#queuedOther--;
-      return;
-    }
+    if (BARRIERS.has(e.t)) this.#queuedBarriers--;
     const th = e.th ?? "";
-    const n = (this.#queuedChunks.get(th) ?? 1) - 1;
-    if (n > 0) this.#queuedChunks.set(th, n);
-    else this.#queuedChunks.delete(th);
+    const n = (this.#queuedThreads.get(th) ?? 1) - 1;
+    if (n > 0) this.#queuedThreads.set(th, n);
+    else this.#queuedThreads.delete(th);
   }
 
   /** Sends a non-outboxed line (err, presence, grant...) if open; `id` and `ts` are filled in when absent. */
@@ -835,52 +833,30 @@ export class Connection {
   }
 
   async #pump(): Promise<void> {
-    const key = this.#peer!.key;
     while (this.#uncommitted.length > 0 && !this.#storageFailed) {
       const lines = this.#uncommitted.splice(0);
-      let bytes = 0;
-      for (const line of lines) bytes += line.raw.length;
-      let outcomes: Promise<ReceiveOutcome[]>;
+      // Lines of threads without chunks here go at once; the chunks, and
+      // the lines of their threads (a blob's msg), after beforeCommit made
+      // the chunk bytes durable. Order within a thread is kept.
+      const synced = new Set<string>();
+      for (const l of lines) if (l.t === "chunk") synced.add(l.th ?? "");
+      const early = lines.filter((l) => !synced.has(l.th ?? ""));
+      const late = early.length === lines.length
+        ? []
+        : lines.filter((l) => synced.has(l.th ?? ""));
       try {
-        const T0 = performance.now();
-        await this.#o.beforeCommit?.(this, lines.map((l) => l.received));
-        if (TRACE) {
-          Deno.writeTextFileSync(
-            TRACE,
-            `${Deno.pid} pump ${T0.toFixed(1)} ${
-              (performance.now() - T0).toFixed(2)
-            } lines ${lines.length} bytes ${bytes}\n`,
-            { append: true },
-          );
+        if (early.length > 0) this.#handOver(early);
+        if (late.length > 0) {
+          await this.#o.beforeCommit?.(this, late.map((l) => l.received));
+          if (this.#storageFailed) throw new Error("an earlier commit failed");
+          this.#handOver(late);
         }
-        if (this.#storageFailed) throw new Error("an earlier commit failed");
-        outcomes = this.#o.store.receive(
-          key,
-          lines.map(({ id, t, th, message, raw }) => ({
-            id,
-            t,
-            th,
-            message,
-            raw,
-          })),
-        );
       } catch (error) {
         this.#storageFailed = true;
-        this.#uncommittedBytes -= bytes;
+        for (const line of late) this.#uncommittedBytes -= line.raw.length;
         this.#fail("internal", `storage failed: ${errorText(error)}`);
         break;
       }
-      outcomes.catch(() => {}); // handled in order below
-      this.#committed = this.#committed.then(async () => {
-        const out = await outcomes;
-        if (!this.#storageFailed) this.#ackAndDeliver(lines, out);
-      }).catch((error) => {
-        this.#storageFailed = true;
-        this.#fail("internal", `storage failed: ${errorText(error)}`);
-      }).finally(() => {
-        this.#uncommittedBytes -= bytes;
-        for (const wake of this.#commitWaiters.splice(0)) wake();
-      });
     }
     if (this.#storageFailed) {
       for (const line of this.#uncommitted.splice(0)) {
@@ -888,6 +864,27 @@ export class Connection {
       }
       for (const wake of this.#commitWaiters.splice(0)) wake();
     }
+  }
+
+  /** Gives `lines` to the store's group commit; acks follow in order. */
+  #handOver(lines: Array<IncomingLine & { received: ReceivedLine }>): void {
+    let bytes = 0;
+    for (const line of lines) bytes += line.raw.length;
+    const outcomes = this.#o.store.receive(
+      this.#peer!.key,
+      lines.map(({ id, t, th, message, raw }) => ({ id, t, th, message, raw })),
+    );
+    outcomes.catch(() => {}); // handled in order below
+    this.#committed = this.#committed.then(async () => {
+      const out = await outcomes;
+      if (!this.#storageFailed) this.#ackAndDeliver(lines, out);
+    }).catch((error) => {
+      this.#storageFailed = true;
+      this.#fail("internal", `storage failed: ${errorText(error)}`);
+    }).finally(() => {
+      this.#uncommittedBytes -= bytes;
+      for (const wake of this.#commitWaiters.splice(0)) wake();
+    });
   }
 
   /** Acks the committed lines, then delivers the new ones. */

@@ -773,8 +773,6 @@ export class Peer {
     if (options.parts) parts.push(...options.parts);
     const spooled: Array<{ blob: SpooledBlob; name: string; mime?: string }> =
       [];
-    const T0 = performance.now();
-    const TRACE = Deno.env.get("AWP_TRACE_COMMITS");
     const release = () =>
       Promise.all(
         spooled.map((s) => discardSpooled(s.blob.path).catch(() => {})),
@@ -795,15 +793,6 @@ export class Peer {
     } catch (error) {
       await release();
       throw new Error(`send: ${oneLine(error)}`);
-    }
-    if (TRACE && spooled.length) {
-      Deno.writeTextFileSync(
-        TRACE,
-        `${Deno.pid} spool ${T0.toFixed(1)} ${
-          (performance.now() - T0).toFixed(1)
-        }\n`,
-        { append: true },
-      );
     }
     for (const { blob, name, mime: given } of spooled) {
       const mime = given ?? mimeOf(name);

@@ -177,7 +177,6 @@ const TRIM_EVERY = 1000;
 /** Thread states after which a thread's dedup watermark may be forgotten. */
 const ENDED_STATES: ReadonlySet<string> = new Set(["done", "failed", "closed"]);
 
-const TRACE = Deno.env.get("AWP_TRACE_COMMITS");
 const utf8 = new TextEncoder();
 const fromUtf8 = new TextDecoder();
 
@@ -685,17 +684,7 @@ export class KvStore implements Store {
         batch = new Batch();
         if (current.size > 0) {
           try {
-            const T0 = performance.now();
             await this.#backend.commit([...current.mutations.values()]);
-            if (TRACE) {
-              Deno.writeTextFileSync(
-                TRACE,
-                `${Deno.pid} ${T0.toFixed(1)} ${
-                  (performance.now() - T0).toFixed(2)
-                } ${current.size} ${done.length}\n`,
-                { append: true },
-              );
-            }
           } catch (error) {
             failed = true;
             failure = error;
