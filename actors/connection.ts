@@ -87,7 +87,11 @@ export interface ReceivedLine {
   message: Message;
   /** The line exactly as received, without its newline. */
   raw: string;
-  /** For a chunk: its data, decoded (and so checked) once on arrival. */
+  /**
+   * For a chunk: its data, decoded (and so checked) once on arrival; the
+   * text is dropped then (`message.data` is empty, `raw` is the line
+   * without it), so a batch in flight holds each chunk once.
+   */
   bytes?: Uint8Array;
   /**
    * Its traffic-log position, as `store.receive` reported it: set on the
@@ -171,6 +175,9 @@ export interface ConnectionOptions {
   /** xstate inspection, passed to createActor. */
   inspect?: (event: unknown) => void;
 }
+
+/** A received content line waiting for its commit; `size` is its length on the wire. */
+type Pending = IncomingLine & { received: ReceivedLine; size: number };
 
 /** Lines committed with store.receive (dedup, seen). */
 const COMMITTED: ReadonlySet<string> = new Set([...CONTENT_TYPES, "private"]);
@@ -274,7 +281,7 @@ export class Connection {
   #rtt: number | undefined;
   #out: Promise<void> = Promise.resolve();
   /** Received content lines not yet handed to the store. */
-  #uncommitted: Array<IncomingLine & { received: ReceivedLine }> = [];
+  #uncommitted: Pending[] = [];
   /** The pump handing them over, while it runs. */
   #pumping: Promise<void> | undefined;
   /** Handed batches once committed: acks and delivery, in order. */
@@ -657,7 +664,7 @@ export class Connection {
     const events = this.#reader.push(chunk);
     if (events.length === 0) return;
     this.#event({ type: "RECEIVED" });
-    const batch: Array<IncomingLine & { received: ReceivedLine }> = [];
+    const batch: Pending[] = [];
     try {
       for (const ev of events) {
         if (this.#done || this.actor.getSnapshot().status !== "active") break;
@@ -710,9 +717,13 @@ export class Connection {
           );
           break;
         }
+        // A chunk's data is held once, decoded: its text (in the line and
+        // in the parsed message) goes now, not when its commit is done.
+        if (bytes) message.data = "";
+        const raw = bytes ? JSON.stringify(message) : parsed.raw;
         const received: ReceivedLine = {
           message: message as unknown as Message,
-          raw: parsed.raw,
+          raw,
           ...(bytes ? { bytes } : {}),
         };
         if (COMMITTED.has(t)) {
@@ -721,8 +732,9 @@ export class Connection {
             t,
             th: typeof message.th === "string" ? message.th : undefined,
             message,
-            raw: parsed.raw,
+            raw,
             received,
+            size: ev.bytes.length,
           });
           continue;
         }
@@ -808,10 +820,10 @@ export class Connection {
    * later lines are neither committed nor acked.
    */
   #commit(
-    batch: Array<IncomingLine & { received: ReceivedLine }>,
+    batch: Pending[],
   ): Promise<void> {
     if (batch.length > 0) {
-      for (const line of batch) this.#uncommittedBytes += line.raw.length;
+      for (const line of batch) this.#uncommittedBytes += line.size;
       this.#uncommitted.push(...batch.splice(0));
       this.#startPump();
     }
@@ -853,23 +865,23 @@ export class Connection {
         }
       } catch (error) {
         this.#storageFailed = true;
-        for (const line of late) this.#uncommittedBytes -= line.raw.length;
+        for (const line of late) this.#uncommittedBytes -= line.size;
         this.#fail("internal", `storage failed: ${errorText(error)}`);
         break;
       }
     }
     if (this.#storageFailed) {
       for (const line of this.#uncommitted.splice(0)) {
-        this.#uncommittedBytes -= line.raw.length;
+        this.#uncommittedBytes -= line.size;
       }
       for (const wake of this.#commitWaiters.splice(0)) wake();
     }
   }
 
   /** Gives `lines` to the store's group commit; acks follow in order. */
-  #handOver(lines: Array<IncomingLine & { received: ReceivedLine }>): void {
+  #handOver(lines: Pending[]): void {
     let bytes = 0;
-    for (const line of lines) bytes += line.raw.length;
+    for (const line of lines) bytes += line.size;
     const outcomes = this.#o.store.receive(
       this.#peer!.key,
       lines.map(({ id, t, th, message, raw }) => ({ id, t, th, message, raw })),
@@ -889,7 +901,7 @@ export class Connection {
 
   /** Acks the committed lines, then delivers the new ones. */
   #ackAndDeliver(
-    lines: Array<IncomingLine & { received: ReceivedLine }>,
+    lines: Pending[],
     outcomes: ReceiveOutcome[],
   ): void {
     const fresh: ReceivedLine[] = [];
