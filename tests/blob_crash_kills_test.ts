@@ -8,7 +8,8 @@
  */
 
 import assert from "node:assert/strict";
-import { type CrashLine, CrashPeer } from "./fixtures/crash_peer.ts";
+import type { CrashLine } from "./fixtures/crash_peer.ts";
+import { CrashPair } from "./helpers/crash_pair.ts";
 import { prng } from "./helpers/prng.ts";
 import { randomBytes } from "./helpers/random_bytes.ts";
 import { sha256Hex as sha256 } from "./helpers/sha256_hex.ts";
@@ -36,7 +37,6 @@ Deno.test("a 50 MiB blob survives 5 kill -9 of either side: delivered once, byte
     Math.floor(lo + random() * (hi - lo));
 
   const dir = await Deno.makeTempDir({ prefix: "awp-blobkills-" });
-  const address = `unix:${dir}/rx.sock`;
   const inbox = `${dir}/inbox.jsonl`;
   const bytes = randomBytes(SIZE);
   const want = sha256(bytes);
@@ -50,69 +50,28 @@ Deno.test("a 50 MiB blob survives 5 kill -9 of either side: delivered once, byte
       files: [`${dir}/big.bin`],
     }]),
   );
-  const rxArgs = [
-    "--home",
-    `${dir}/rx`,
-    "--listen",
-    address,
-    "--inbox",
-    inbox,
-    "--progress",
-    "20",
-  ];
-  const procs: CrashPeer[] = [];
-  let rx = CrashPeer.spawn(rxArgs);
-  procs.push(rx);
-  let tx: CrashPeer | undefined;
+  const pair = await CrashPair.start(dir, {
+    rx: ["--inbox", inbox, "--progress", "20"],
+    tx: ["--plan", `${dir}/plan.json`, "--journal", `${dir}/journal.jsonl`],
+  });
   try {
-    const rxKey = (await rx.waitFor((l) => l.event === "ready", "rx ready"))
-      .key as string;
-    const txArgs = [
-      "--home",
-      `${dir}/tx`,
-      "--to",
-      rxKey,
-      "--connect",
-      address,
-      "--plan",
-      `${dir}/plan.json`,
-      "--journal",
-      `${dir}/journal.jsonl`,
-    ];
-    tx = CrashPeer.spawn(txArgs);
-    procs.push(tx);
-    const killed = { rx: 0, tx: 0 };
     let stored = 0;
     for (let k = 0; k < KILLS; k++) {
-      let victim: "rx" | "tx" = random() < 0.5 ? "rx" : "tx";
-      if (k === KILLS - 1 && killed.rx === 0) victim = "rx";
-      if (k === KILLS - 1 && killed.tx === 0) victim = "tx";
+      const victim = pair.victim(k, KILLS, random);
       // Mid-transfer: once the receiver stored more than at the last kill.
-      const progress = await rx.waitFor(
+      const progress = await pair.rx.waitFor(
         (l) =>
           l.event === "stored" && l.dir === "in" && l.status === "active" &&
           (l.bytes as number) > stored,
         "progress",
         60_000,
-        rx.lines.length,
+        pair.rx.lines.length,
       );
       stored = progress.bytes as number;
       await sleep(pick(0, 100));
-      killed[victim]++;
-      const target = victim === "rx" ? rx : tx!;
-      target.kill9();
-      await target.reap();
-      if (victim === "rx") {
-        rx = CrashPeer.spawn(rxArgs);
-        procs.push(rx);
-        await rx.waitFor((l) => l.event === "ready", "rx again");
-      } else {
-        tx = CrashPeer.spawn(txArgs);
-        procs.push(tx);
-        await tx.waitFor((l) => l.event === "ready", "tx again");
-      }
+      await pair.kill(victim);
     }
-    await tx!.waitFor((l) => l.event === "all_acked", "all acked", 120_000);
+    await pair.tx.waitFor((l) => l.event === "all_acked", "all", 120_000);
     let events: CrashLine[] = [];
     const deadline = Date.now() + 30_000;
     while (Date.now() < deadline) {
@@ -123,9 +82,9 @@ Deno.test("a 50 MiB blob survives 5 kill -9 of either side: delivered once, byte
       if (events.length > 0) break;
       await sleep(100);
     }
-    await Promise.all([rx.finish(), tx!.finish()]);
+    await Promise.all([pair.rx.finish(), pair.tx.finish()]);
     console.log(
-      `${killed.rx} rx kills, ${killed.tx} tx kills, the last at ${stored} of ${SIZE} bytes stored`,
+      `${pair.killed.rx} rx kills, ${pair.killed.tx} tx kills, the last at ${stored} of ${SIZE} bytes stored`,
     );
     assert.equal(events.length, 1, "the msg is delivered once");
     const [blob] = events[0].blobs as BlobView[];
@@ -133,10 +92,7 @@ Deno.test("a 50 MiB blob survives 5 kill -9 of either side: delivered once, byte
     assert.equal(blob.sha256, want);
     assert.equal(sha256(await Deno.readFile(blob.path!)), want);
   } finally {
-    for (const p of procs) {
-      if (!p.exited) p.kill9();
-      await p.reap().catch(() => {});
-    }
+    await pair.close();
     await Deno.remove(dir, { recursive: true });
   }
 });

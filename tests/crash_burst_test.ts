@@ -11,7 +11,8 @@
  */
 
 import assert from "node:assert/strict";
-import { type CrashLine, CrashPeer } from "./fixtures/crash_peer.ts";
+import type { CrashLine } from "./fixtures/crash_peer.ts";
+import { CrashPair } from "./helpers/crash_pair.ts";
 import { prng } from "./helpers/prng.ts";
 
 const MESSAGES = 5_000;
@@ -42,7 +43,6 @@ Deno.test("kill -9 either peer while 5,000 msgs go in bursts of 500: nothing los
     Math.floor(lo + random() * (hi - lo));
 
   const dir = await Deno.makeTempDir({ prefix: "awp-crashburst-" });
-  const address = `unix:${dir}/rx.sock`;
   const journal = `${dir}/journal.jsonl`;
   const inbox = `${dir}/inbox.jsonl`;
   const plan = Array.from({ length: MESSAGES }, (_, i) => {
@@ -52,59 +52,31 @@ Deno.test("kill -9 either peer while 5,000 msgs go in bursts of 500: nothing los
   await Deno.writeTextFile(`${dir}/plan.json`, JSON.stringify(plan));
   const planByTag = new Map(plan.map((p) => [p.tag, p]));
 
-  const rxArgs = ["--home", `${dir}/rx`, "--listen", address, "--inbox", inbox];
-  const procs: CrashPeer[] = [];
-  let rx = CrashPeer.spawn(rxArgs);
-  procs.push(rx);
-  let tx: CrashPeer | undefined;
-  try {
-    const rxKey = (await rx.waitFor((l) => l.event === "ready", "rx ready"))
-      .key as string;
-    const txArgs = [
-      "--home",
-      `${dir}/tx`,
-      "--to",
-      rxKey,
-      "--connect",
-      address,
+  const pair = await CrashPair.start(dir, {
+    rx: ["--inbox", inbox],
+    tx: [
       "--plan",
       `${dir}/plan.json`,
       "--journal",
       journal,
       "--burst",
       String(BURST),
-    ];
-    tx = CrashPeer.spawn(txArgs);
-    procs.push(tx);
-    const txKey = (await tx.waitFor((l) => l.event === "ready", "tx ready"))
+    ],
+  });
+  try {
+    const txKey = (await pair.tx.waitFor((l) => l.event === "ready", "tx"))
       .key as string;
-
-    const killed = { rx: 0, tx: 0 };
     for (let k = 0; k < KILLS; k++) {
-      let victim: "rx" | "tx" = random() < 0.5 ? "rx" : "tx";
-      if (k === KILLS - 1 && killed.rx === 0) victim = "rx";
-      if (k === KILLS - 1 && killed.tx === 0) victim = "tx";
+      const victim = pair.victim(k, KILLS, random);
       // Kill mid-burst: once the sender has resolved a burst, after a while.
-      await tx!.waitFor(
+      await pair.tx.waitFor(
         (l) => l.event === "sent" || l.event === "plan_done",
         "the sender at work",
       );
       await sleep(pick(20, 400));
-      killed[victim]++;
-      const target = victim === "rx" ? rx : tx!;
-      target.kill9();
-      await target.reap();
-      if (victim === "rx") {
-        rx = CrashPeer.spawn(rxArgs);
-        procs.push(rx);
-        await rx.waitFor((l) => l.event === "ready", "rx again");
-      } else {
-        tx = CrashPeer.spawn(txArgs);
-        procs.push(tx);
-        await tx.waitFor((l) => l.event === "ready", "tx again");
-      }
+      await pair.kill(victim);
     }
-    await tx!.waitFor((l) => l.event === "all_acked", "all acked", 60_000);
+    await pair.tx.waitFor((l) => l.event === "all_acked", "all acked", 60_000);
     const resolved = await jsonLines<Journaled>(journal);
     const received = async () =>
       (await jsonLines<CrashLine>(inbox)).filter((l) => l.peer === txKey);
@@ -114,10 +86,10 @@ Deno.test("kill -9 either peer while 5,000 msgs go in bursts of 500: nothing los
       if (resolved.every((j) => got.has(j.id))) break;
       await sleep(50);
     }
-    await Promise.all([rx.finish(), tx!.finish()]);
+    await Promise.all([pair.rx.finish(), pair.tx.finish()]);
     const events = await received();
     console.log(
-      `${killed.rx} rx kills, ${killed.tx} tx kills, ${resolved.length} resolved sends, ${events.length} message events`,
+      `${pair.killed.rx} rx kills, ${pair.killed.tx} tx kills, ${resolved.length} resolved sends, ${events.length} message events`,
     );
     assert.deepEqual(
       resolved.map((j) => j.tag).sort(),
@@ -168,10 +140,7 @@ Deno.test("kill -9 either peer while 5,000 msgs go in bursts of 500: nothing los
       );
     }
   } finally {
-    for (const p of procs) {
-      if (!p.exited) p.kill9();
-      await p.reap().catch(() => {});
-    }
+    await pair.close();
     await Deno.remove(dir, { recursive: true });
   }
 });
