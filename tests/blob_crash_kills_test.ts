@@ -58,7 +58,13 @@ Deno.test("a 50 MiB blob survives 5 kill -9 of either side: delivered once, byte
     let stored = 0;
     for (let k = 0; k < KILLS; k++) {
       const victim = pair.victim(k, KILLS, random);
-      // Mid-transfer: once the receiver stored more than at the last kill.
+      // The send journaled (else a restarted sender sends it again)...
+      await pair.tx.waitFor(
+        (l) => l.event === "sent" || l.event === "plan_done",
+        "the blob queued",
+        60_000,
+      );
+      // ...and mid-transfer: the receiver stored more than at the last kill.
       const progress = await pair.rx.waitFor(
         (l) =>
           l.event === "stored" && l.dir === "in" && l.status === "active" &&
