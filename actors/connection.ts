@@ -35,7 +35,11 @@ import {
 } from "./connection_machine.ts";
 import type { Transport } from "./transport.ts";
 import type { OutboxEntry, Store } from "../storage/store.ts";
-import type { IncomingLine, ReceiveOutcome } from "../storage/store.ts";
+import type {
+  IncomingLine,
+  ReceiveExtras,
+  ReceiveOutcome,
+} from "../storage/store.ts";
 import { chunkMessage } from "../storage/spool.ts";
 import { encodeLine } from "../wire/frame.ts";
 import { LineReader } from "../wire/line_reader.ts";
@@ -143,7 +147,10 @@ export interface ConnectionOptions {
    * written here. Called with every line of the batch, duplicates too; a
    * throw closes the connection with `err internal`, nothing committed.
    */
-  beforeCommit?(conn: Connection, lines: ReceivedLine[]): Promise<void>;
+  beforeCommit?(
+    conn: Connection,
+    lines: ReceivedLine[],
+  ): Promise<ReceiveExtras | void>;
   /**
    * New (non-duplicate) content lines, committed and acked, each with the
    * log `seq` the store gave it.
@@ -859,9 +866,12 @@ export class Connection {
       try {
         if (early.length > 0) this.#handOver(early);
         if (late.length > 0) {
-          await this.#o.beforeCommit?.(this, late.map((l) => l.received));
+          const also = await this.#o.beforeCommit?.(
+            this,
+            late.map((l) => l.received),
+          );
           if (this.#storageFailed) throw new Error("an earlier commit failed");
-          this.#handOver(late);
+          this.#handOver(late, also ?? undefined);
         }
       } catch (error) {
         this.#storageFailed = true;
@@ -879,12 +889,13 @@ export class Connection {
   }
 
   /** Gives `lines` to the store's group commit; acks follow in order. */
-  #handOver(lines: Pending[]): void {
+  #handOver(lines: Pending[], also?: ReceiveExtras): void {
     let bytes = 0;
     for (const line of lines) bytes += line.size;
     const outcomes = this.#o.store.receive(
       this.#peer!.key,
       lines.map(({ id, t, th, message, raw }) => ({ id, t, th, message, raw })),
+      also,
     );
     outcomes.catch(() => {}); // handled in order below
     this.#committed = this.#committed.then(async () => {

@@ -53,6 +53,7 @@ import type {
   OutboxDraft,
   OutboxEntry,
   PeerRecord,
+  ReceiveExtras,
   Store,
   ThreadPatch,
   ThreadRecord,
@@ -1537,22 +1538,24 @@ export class Peer {
   }
 
   async #remember(remote: RemoteHello, addr: string): Promise<void> {
-    const known = await this.#store.peer(remote.key);
-    const now = Date.now();
-    const addresses = [
-      addr,
-      ...(known?.addresses ?? []).filter((a) => a !== addr),
-    ];
-    await this.#store.putPeer({
-      ...known,
-      key: remote.key,
-      name: remote.name ?? known?.name,
-      about: remote.about ?? known?.about,
-      caps: remote.caps,
-      addresses,
-      dialed: true,
-      firstSeen: known?.firstSeen ?? now,
-      lastSeen: now,
+    // One read-and-write step: the supervisor records the same peer at the
+    // same moment, and neither may drop the other's address.
+    await this.#store.updatePeer(remote.key, (known) => {
+      const now = Date.now();
+      return {
+        ...known,
+        key: remote.key,
+        name: remote.name ?? known?.name,
+        about: remote.about ?? known?.about,
+        caps: remote.caps,
+        addresses: [
+          addr,
+          ...(known?.addresses ?? []).filter((a) => a !== addr),
+        ],
+        dialed: true,
+        firstSeen: known?.firstSeen ?? now,
+        lastSeen: now,
+      };
     });
   }
 
@@ -1785,11 +1788,13 @@ export class Peer {
     peer: string,
     conn: Connection,
     lines: ReceivedLine[],
-  ): Promise<void> {
+  ): Promise<ReceiveExtras | void> {
     const chunks = lines.flatMap(({ message, bytes }) =>
       message.t === "chunk" ? [bytes ? { ...message, bytes } : message] : []
     );
-    if (chunks.length > 0) await this.#blobs.takeChunks(peer, conn, chunks);
+    if (chunks.length === 0) return;
+    // The sinks' records commit with the chunks' seen markers.
+    return { blobs: await this.#blobs.takeChunks(peer, conn, chunks) };
   }
 
   async #onErr(d: Delivery): Promise<void> {

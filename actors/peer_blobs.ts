@@ -19,7 +19,7 @@ import {
   sinkEvent,
 } from "./blob_machine.ts";
 import type { PeerEvent, ReceivedBlob } from "./peer_events.ts";
-import type { OutboxEntry, Store } from "../storage/store.ts";
+import type { BlobRecord, OutboxEntry, Store } from "../storage/store.ts";
 import { BlobSink } from "../storage/blob_sink.ts";
 import { discardSpooled } from "../storage/spool.ts";
 import { KEY_PREFIX } from "../wire/keys.ts";
@@ -351,14 +351,16 @@ export class PeerBlobs {
 
   /**
    * Writes received chunks to their sinks (one sync per sink for the whole
-   * batch) and persists each touched sink's record once; a refusal is
-   * answered on `conn` with err blob_refused, once.
+   * batch) and resolves with each touched sink's record, to be committed
+   * with the chunks' seen markers (so the two never disagree after a kill);
+   * a refusal is answered on `conn` with err blob_refused, once.
    */
   async takeChunks(
     peer: string,
     conn: Connection,
     chunks: Array<Chunk & { bytes?: Uint8Array }>,
-  ): Promise<void> {
+  ): Promise<BlobRecord[]> {
+    const records: BlobRecord[] = [];
     // Sinks in order of first appearance, each with its chunks in order.
     const bySink = new Map<string, Array<Chunk & { bytes?: Uint8Array }>>();
     for (const m of chunks) {
@@ -376,7 +378,7 @@ export class PeerBlobs {
           (r.code === "out_of_order" || r.code === "after_complete"))
       );
       if (taken.length === 0) continue;
-      await this.#store.putBlob(sink.record);
+      records.push(sink.record);
       const actor = this.#incomingBlob(peer, list[0].ref, sink);
       for (const result of taken) {
         const event = sinkEvent(result);
@@ -395,6 +397,7 @@ export class PeerBlobs {
         }
       }
     }
+    return records;
   }
 
   /** Finishes the blob a msg names; `conn` (live) hears a refusal. */

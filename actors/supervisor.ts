@@ -50,7 +50,12 @@ import type { ConnectionTimeouts } from "./connection_machine.ts";
 import { Dialer } from "./dialer.ts";
 import type { DialerTiming } from "./dialer_machine.ts";
 import { dial, listen, type Listener, type Transport } from "./transport.ts";
-import type { OutboxDraft, OutboxEntry, Store } from "../storage/store.ts";
+import type {
+  OutboxDraft,
+  OutboxEntry,
+  ReceiveExtras,
+  Store,
+} from "../storage/store.ts";
 import type { Signer } from "../wire/keys.ts";
 import type { Grant, Message } from "../wire/types.ts";
 
@@ -199,7 +204,7 @@ export interface SupervisorOptions {
     peer: string,
     conn: Connection,
     lines: ReceivedLine[],
-  ): Promise<void>;
+  ): Promise<ReceiveExtras | void>;
   /**
    * The fresh content lines just committed (each with its log `seq`),
    * called synchronously before any of them is routed.
@@ -878,27 +883,28 @@ export class Supervisor {
 
   async #rememberPeer(remote: RemoteHello, dialed: boolean): Promise<void> {
     try {
-      const store = this.#o.store;
-      const known = await store.peer(remote.key);
-      const now = Date.now();
-      const addresses = [...(known?.addresses ?? [])];
       const dialerAddrs = this.#dialers.get(remote.key)?.addresses ?? [];
-      for (const a of [...dialerAddrs, remote.addr].reverse()) {
-        if (!a) continue;
-        const i = addresses.indexOf(a);
-        if (i >= 0) addresses.splice(i, 1);
-        addresses.unshift(a);
-      }
-      await store.putPeer({
-        ...known,
-        key: remote.key,
-        name: remote.name ?? known?.name,
-        about: remote.about ?? known?.about,
-        caps: remote.caps,
-        addresses,
-        dialed: (known?.dialed ?? false) || dialed,
-        firstSeen: known?.firstSeen ?? now,
-        lastSeen: now,
+      // Read and written in one step (Peer.connect records the same peer).
+      await this.#o.store.updatePeer(remote.key, (known) => {
+        const now = Date.now();
+        const addresses = [...(known?.addresses ?? [])];
+        for (const a of [...dialerAddrs, remote.addr].reverse()) {
+          if (!a) continue;
+          const i = addresses.indexOf(a);
+          if (i >= 0) addresses.splice(i, 1);
+          addresses.unshift(a);
+        }
+        return {
+          ...known,
+          key: remote.key,
+          name: remote.name ?? known?.name,
+          about: remote.about ?? known?.about,
+          caps: remote.caps,
+          addresses,
+          dialed: (known?.dialed ?? false) || dialed,
+          firstSeen: known?.firstSeen ?? now,
+          lastSeen: now,
+        };
       });
     } catch { /* bookkeeping only */ }
   }

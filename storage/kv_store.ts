@@ -83,6 +83,7 @@ import type {
   OutboxDraft,
   OutboxEntry,
   PeerRecord,
+  ReceiveExtras,
   ReceiveOutcome,
   Store,
   ThreadPatch,
@@ -1043,7 +1044,11 @@ export class KvStore implements Store {
     });
   }
 
-  receive(peer: string, lines: IncomingLine[]): Promise<ReceiveOutcome[]> {
+  receive(
+    peer: string,
+    lines: IncomingLine[],
+    also: ReceiveExtras = {},
+  ): Promise<ReceiveOutcome[]> {
     try {
       requireText(peer, "receive: peer");
       if (!Array.isArray(lines)) {
@@ -1071,6 +1076,10 @@ export class KvStore implements Store {
       const out: ReceiveOutcome[] = [];
       const at = Date.now();
       const now = timestamp(at);
+      // In the first line's group: one atomic write with its seen marker.
+      for (const record of also.blobs ?? []) {
+        await tx.putRecord(blobKey(record), record);
+      }
       for (const line of lines) {
         const tk = threadKey(line.th);
         const rxKey: Key = ["rx", pk, tk, keyText(line.id)];
@@ -1356,6 +1365,20 @@ export class KvStore implements Store {
     return this.#put(["peer", keyText(record.key)], record);
   }
 
+  /** Reads and replaces a peer record in one step of the committer. */
+  updatePeer(
+    key: string,
+    update: (known: PeerRecord | undefined) => PeerRecord,
+  ): Promise<PeerRecord> {
+    const k: Key = ["peer", keyText(key)];
+    return this.#submit(false, async (tx) => {
+      const record = update(await tx.getRecord<PeerRecord>(k));
+      requireText(record?.key, "updatePeer: key");
+      await tx.putRecord(k, record);
+      return record;
+    }, [k]);
+  }
+
   /** Stores a grant under its hash. */
   putGrant(record: GrantRecord): Promise<void> {
     try {
@@ -1399,12 +1422,7 @@ export class KvStore implements Store {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#put([
-      "blob",
-      keyText(record.peer),
-      record.dir,
-      keyText(record.ref),
-    ], record);
+    return this.#put(blobKey(record), record);
   }
 
   /**
@@ -1459,6 +1477,11 @@ export class KvStore implements Store {
     ) out.push(value as T);
     return out;
   }
+}
+
+/** Where a blob transfer record is stored. */
+function blobKey(record: BlobRecord): Key {
+  return ["blob", keyText(record.peer), record.dir, keyText(record.ref)];
 }
 
 /** The index entry of a stored outbox entry split into `parts`. */
