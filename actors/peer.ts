@@ -141,6 +141,11 @@ export interface PeerOptions {
   root?: string;
   /** Exec timeout override in ms (tests; requests say `timeout` in s). */
   execTimeoutMs?: number;
+  /**
+   * Served requests run at once (default 8); the rest wait, journaled in
+   * the store, not in memory.
+   */
+  maxServing?: number;
   /** Publish a signed presence document (`--presence`, AWP_PRESENCE=1). */
   presence?: boolean;
   /** More fields for the presence document (version, harness, model, host). */
@@ -440,8 +445,13 @@ export class Peer {
       spoolDir: `${dirs.spool}/served`,
       execTimeoutMs: options.execTimeoutMs,
       capsOf: (peer, presented) => this.#trust.capsOf(peer, presented),
-      forbid: (peer, err) =>
-        this.#sup.connection(peer)?.sendLine({ t: "err", ...err }),
+      store,
+      maxServing: options.maxServing,
+      // Outboxed like a reply: a dropped connection does not lose it. Never
+      // acked, it leaves the outbox with a later ack from the peer.
+      forbid: async (peer, err) => {
+        await this.#sup.send(peer, [{ fields: { t: "err", ...err } }]);
+      },
       reply: (peer, reply, files) => this.#reply(peer, reply, files),
       onServed: (record) => this.#emit(servedEvent(record, timestamp())),
       onError: (peer, detail) => this.#localError(peer, "serve", detail),
@@ -608,6 +618,10 @@ export class Peer {
       peer.#retain(5_000, options.retentionMs ?? 7 * 86_400_000);
       await peer.#sup.loadQuiet();
       await peer.#redialKnown();
+      // Requests acked before a crash: served now, or answered interrupted.
+      const recovering = peer.#requests.recover();
+      peer.#inflight.add(recovering);
+      void recovering.finally(() => peer.#inflight.delete(recovering));
       return peer;
     } catch (error) {
       store.close();
@@ -1765,6 +1779,13 @@ export class Peer {
       if (message.t === "chunk") {
         await this.#blobs.takeChunk(peer, conn, message);
       }
+    }
+    // An acked request is a promise: journaled before its msg commits.
+    const msgs = lines.filter((l) => l.message.t === "msg").map((l) =>
+      l.message as Msg
+    );
+    if (msgs.length > 0) {
+      await this.#requests.journal(peer, msgs, conn.remote?.grants ?? []);
     }
   }
 

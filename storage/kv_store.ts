@@ -29,7 +29,7 @@
  * | `["obt", pk, tk, id]` | `{ t, q, n }` thread index of the outbox (threaded only) |
  * | `["obc", pk, tk, id]` | `{ t, q, n }` threaded entries other than msg/state (chunks, introductions), dropped by a later ack in the thread |
  * | `["obq", queuedAt, pk, id]` | `{ tk, n }` retention index of the outbox |
- * | `["obx", pk, id]` | `{ tk, q, n }` never-acked grant and introduce entries |
+ * | `["obx", pk, id]` | `{ tk, q, n }` never-acked grant, introduce and err entries |
  * | `["rx", pk, tk, ik]` | receive time: dedup of received content lines |
  * | `["rxq", at, pk, tk, ik]` | the id: retention index of `rx` |
  * | `["seen", pk, tk]` | `{ th?, id?, floor? }` last received id; dedup watermark |
@@ -82,6 +82,7 @@ import type {
   OutboxEntry,
   PeerRecord,
   ReceiveOutcome,
+  RequestRecord,
   Store,
   ThreadPatch,
   ThreadRecord,
@@ -519,7 +520,11 @@ interface SeenRecord {
 
 const OUTBOX_CUMULATIVE_KEEP: ReadonlySet<string> = new Set(["msg", "state"]);
 /** Outboxed lines the remote never acks: dropped by a later ack (acked). */
-const NEVER_ACKED: ReadonlySet<string> = new Set(["grant", "introduce"]);
+const NEVER_ACKED: ReadonlySet<string> = new Set([
+  "grant",
+  "introduce",
+  "err",
+]);
 
 /**
  * The {@link Store} on Deno KV (or any {@link KvBackend}). Single writer:
@@ -1433,6 +1438,37 @@ export class KvStore implements Store {
     );
   }
 
+  /** Stores a request journal record, replacing the previous one. */
+  putRequest(record: RequestRecord): Promise<void> {
+    try {
+      requireText(record?.peer, "putRequest: peer");
+      requireText(record.re, "putRequest: re");
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#put(requestKey(record.peer, record.re, record.part), record);
+  }
+
+  /** The journal record of part `part` of msg `re` from `peer`. */
+  request(
+    peer: string,
+    re: string,
+    part: number,
+  ): Promise<RequestRecord | undefined> {
+    return this.#read<RequestRecord>(requestKey(peer, re, part));
+  }
+
+  /** Every request journal record. */
+  requests(): Promise<RequestRecord[]> {
+    return this.#collect<RequestRecord>(["req"], 4);
+  }
+
+  /** Removes a request journal record. */
+  dropRequest(peer: string, re: string, part: number): Promise<void> {
+    const key = requestKey(peer, re, part);
+    return this.#submit(false, (tx) => tx.deleteRecord(key));
+  }
+
   getMeta<T>(name: string): Promise<T | undefined> {
     return this.#read<T>(["meta", keyText(name)]);
   }
@@ -1466,6 +1502,11 @@ export class KvStore implements Store {
     ) out.push(value as T);
     return out;
   }
+}
+
+/** The key of a request journal record. */
+function requestKey(peer: string, re: string, part: number): Key {
+  return ["req", keyText(peer), keyText(re), part];
 }
 
 /** Validates a `maxLogEntries` option; undefined gives the default. */
