@@ -54,6 +54,13 @@ import {
   PROTOCOL_VERSION,
 } from "../wire/types.ts";
 
+/**
+ * Default bound on the bytes queued for a connection's socket and not yet
+ * written (a remote that never reads): past it the connection is closed;
+ * outbox lines stay in the outbox for the next connection.
+ */
+export const DEFAULT_MAX_UNSENT_BYTES = 8 * 1024 * 1024;
+
 /** Bytes of outbox lines queued on the socket before waiting for it to drain. */
 const WRITE_AHEAD_BYTES = 2 * 1024 * 1024;
 
@@ -117,6 +124,8 @@ export interface ConnectionOptions {
   shares?: string[] | (() => string[]);
   /** Overrides of {@link DEFAULT_TIMEOUTS}, in milliseconds. */
   timeouts?: Partial<ConnectionTimeouts>;
+  /** Bound on unwritten bytes (default {@link DEFAULT_MAX_UNSENT_BYTES}). */
+  maxUnsentBytes?: number;
   /**
    * Return (or resolve with) a refusal detail to refuse the peer after its
    * auth verified (err auth + close, NOTES 8); undefined admits it.
@@ -244,6 +253,7 @@ export class Connection {
   #lastPing: { id: string; at: number } | undefined;
   #rtt: number | undefined;
   #out: Promise<void> = Promise.resolve();
+  #unwrittenBytes = 0;
   #establishedD = deferred<RemoteHello>();
   #closedD = deferred<string>();
 
@@ -381,10 +391,26 @@ export class Connection {
       "out",
       decoder.decode(frame.subarray(0, frame.length - 1)),
     );
+    const size = frame.length;
+    this.#unwrittenBytes += size;
     this.#t.write(frame).catch((error) => {
       this.#event({ type: "END", reason: `write failed: ${errorText(error)}` });
+    }).finally(() => {
+      this.#unwrittenBytes -= size;
     });
-    return frame.length;
+    this.#checkUnsent();
+    return size;
+  }
+
+  /** A remote that does not read must not make us hold its bytes forever. */
+  #checkUnsent(): void {
+    const max = this.#o.maxUnsentBytes ?? DEFAULT_MAX_UNSENT_BYTES;
+    if (this.#unwrittenBytes <= max) return;
+    this.#t.close(); // what is queued is dropped; the outbox keeps its lines
+    this.#event({
+      type: "END",
+      reason: `the peer is not reading: over ${max} bytes unsent`,
+    });
   }
 
   #sendHello(): void {

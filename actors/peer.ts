@@ -146,6 +146,12 @@ export interface PeerOptions {
    * the store, not in memory.
    */
   maxServing?: number;
+  /**
+   * Per connection, bytes queued and not yet written to the socket (a
+   * remote that does not read) before the connection is closed; default
+   * 8 MiB. Outbox lines stay for the next connection.
+   */
+  maxUnsentBytes?: number;
   /** Publish a signed presence document (`--presence`, AWP_PRESENCE=1). */
   presence?: boolean;
   /** More fields for the presence document (version, harness, model, host). */
@@ -495,6 +501,7 @@ export class Peer {
       about: options.about,
       caps: options.caps ?? DEFAULT_CAPS,
       timeouts: options.timeouts,
+      maxUnsentBytes: options.maxUnsentBytes,
       dialer: options.dialer,
       allowPublic: options.allowPublic,
       admit: (remote, context) => this.#admit(remote, context),
