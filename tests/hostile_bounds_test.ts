@@ -10,7 +10,6 @@
 
 import assert from "node:assert/strict";
 import { Peer, type PeerOptions } from "../actors/peer.ts";
-import { EventLog } from "./helpers/event_log.ts";
 import { HostileClient, type Line } from "./helpers/hostile_client.ts";
 import { JsonLineChild } from "./helpers/json_line_child.ts";
 import { readMemory } from "../bench/proc_memory.ts";
@@ -163,6 +162,60 @@ Deno.test("a 1 MiB + 1 line without newline, then 900 KiB lines as fast as possi
     );
     // Bound: the line limit times what is in flight, not the total sent (36 MiB).
     assert.ok(peakOver < 200, `peak grew ${peakOver.toFixed(0)} MiB`);
+  } finally {
+    await stopServer(s);
+  }
+});
+
+/** Every file under `dir`, recursively (paths relative to it). */
+async function filesUnder(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  const walk = async (at: string, rel: string) => {
+    for await (const e of Deno.readDir(at)) {
+      if (e.isDirectory) await walk(`${at}/${e.name}`, `${rel}${e.name}/`);
+      else out.push(`${rel}${e.name}`);
+    }
+  };
+  await walk(dir, "").catch(() => {});
+  return out;
+}
+
+Deno.test("a blob over the limit is refused and its temp file removed; 1,000 blob parts announced but never sent hold nothing", async () => {
+  const s = await startServer(["--max-blob", String(64 * 1024)]);
+  try {
+    const c = await HostileClient.connect(s.addr);
+    try {
+      // Two 48 KiB chunks: the second goes over the 64 KiB limit.
+      const data = btoa("z".repeat(48 * 1024));
+      for (let n = 0; n < 2; n++) {
+        await c.send({
+          t: "chunk",
+          th: "b",
+          ref: "big",
+          n,
+          last: n === 1,
+          data,
+        });
+      }
+      const refused = await c.readUntil((l) => l.t === "err");
+      assert.equal(refused.code, "blob_refused");
+      assert.equal(refused.ref, "big");
+
+      // Msgs naming blobs whose chunks never come: acked, nothing kept.
+      let last = "";
+      for (let i = 0; i < 1_000; i++) {
+        last = await c.send({
+          t: "msg",
+          th: "b",
+          parts: [{ k: "blob", ref: `never${i}`, size: 1024 * 1024 }],
+        });
+      }
+      await c.readUntil((l) => l.t === "ack" && l.re === last);
+      assert.deepEqual(await filesUnder(`${s.home}/blobs`), []);
+    } finally {
+      c.close();
+    }
+    await stillServes(s);
   } finally {
     await stopServer(s);
   }

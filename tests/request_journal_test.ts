@@ -17,7 +17,6 @@ import { JsonLineChild } from "./helpers/json_line_child.ts";
 import type { Part } from "../wire/types.ts";
 
 const EXEC = "application/vnd.awp.exec+json";
-const FS_WRITE = "application/vnd.awp.fs-write+json";
 const FIXTURE = new URL("./fixtures/serve_peer.ts", import.meta.url).pathname;
 
 const FAST: Partial<PeerOptions> = {
