@@ -56,10 +56,13 @@ import {
 
 /**
  * Default bound on the bytes queued for a connection's socket and not yet
- * written (a remote that never reads): past it the connection is closed;
- * outbox lines stay in the outbox for the next connection.
+ * written, each line counted as at least 1 KiB (a remote that never
+ * reads): past it the connection is closed; outbox lines stay in the
+ * outbox for the next connection.
  */
 export const DEFAULT_MAX_UNSENT_BYTES = 8 * 1024 * 1024;
+/** Each queued line counts at least this much against the unsent bound. */
+const MIN_LINE_COST = 1024;
 
 /** Bytes of outbox lines queued on the socket before waiting for it to drain. */
 const WRITE_AHEAD_BYTES = 2 * 1024 * 1024;
@@ -253,7 +256,8 @@ export class Connection {
   #lastPing: { id: string; at: number } | undefined;
   #rtt: number | undefined;
   #out: Promise<void> = Promise.resolve();
-  #unwrittenBytes = 0;
+  /** What the lines queued and not yet written hold (see MIN_LINE_COST). */
+  #unsentCost = 0;
   #establishedD = deferred<RemoteHello>();
   #closedD = deferred<string>();
 
@@ -392,11 +396,14 @@ export class Connection {
       decoder.decode(frame.subarray(0, frame.length - 1)),
     );
     const size = frame.length;
-    this.#unwrittenBytes += size;
+    // A queued line costs about 1 KiB of bookkeeping whatever its size, so
+    // small ones count as that much against the unsent bound.
+    const held = Math.max(size, MIN_LINE_COST);
+    this.#unsentCost += held;
     this.#t.write(frame).catch((error) => {
       this.#event({ type: "END", reason: `write failed: ${errorText(error)}` });
     }).finally(() => {
-      this.#unwrittenBytes -= size;
+      this.#unsentCost -= held;
     });
     this.#checkUnsent();
     return size;
@@ -405,7 +412,7 @@ export class Connection {
   /** A remote that does not read must not make us hold its bytes forever. */
   #checkUnsent(): void {
     const max = this.#o.maxUnsentBytes ?? DEFAULT_MAX_UNSENT_BYTES;
-    if (this.#unwrittenBytes <= max) return;
+    if (this.#unsentCost <= max) return;
     this.#t.close(); // what is queued is dropped; the outbox keeps its lines
     this.#event({
       type: "END",
