@@ -45,6 +45,10 @@ export interface DaemonOptions {
   listen?: string[];
   /** Largest blob sent or accepted, bytes. */
   maxBlobBytes?: number;
+  /** Bytes queued to a connection and not written before it closes. */
+  maxUnsentBytes?: number;
+  /** Profile requests served at once. */
+  maxServing?: number;
   /** Append log lines here instead of stderr (background mode). */
   log?: string;
   /** Print the identity and addresses on stdout once up (foreground mode). */
@@ -246,6 +250,8 @@ class Daemon {
       const peerOpts: PeerOptions = {
         home: o.home,
         maxBlobBytes: o.maxBlobBytes,
+        ...(o.maxUnsentBytes ? { maxUnsentBytes: o.maxUnsentBytes } : {}),
+        ...(o.maxServing ? { maxServing: o.maxServing } : {}),
         ...(trust.length ? { trust } : {}),
         ...(o.accept ? { accept: o.accept } : {}),
         ...(o.allow?.length ? { allow: o.allow } : {}),

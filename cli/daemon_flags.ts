@@ -24,6 +24,8 @@ export const DAEMON_FLAGS: readonly FlagSpec[] = [
   { name: "about", type: "string" },
   { name: "listen", type: "list" },
   { name: "max-blob", type: "string" },
+  { name: "max-unsent", type: "string" },
+  { name: "max-serving", type: "string" },
   { name: "log", type: "string" },
   { name: "inspect", type: "optional" },
   { name: "allow-host", type: "list" },
@@ -56,6 +58,8 @@ export const DAEMON_CONFIG_HELP = [
   "                   (https://...; the token is DENO_KV_ACCESS_TOKEN); spool and",
   "                   received blobs stay in the home",
   "--trust/--allow    ed25519 keys; --accept any|allowlist; --serve exec,fs:read,fs:write",
+  "--max-unsent B     close a connection whose unwritten bytes pass B (default 8 MiB)",
+  "--max-serving N    serve at most N profile requests at once (default 8)",
   "",
   "${home}/config.json (read at daemon start; flags and the environment win over it,",
   "it wins over what earlier flags remembered):",
@@ -71,6 +75,10 @@ export interface DaemonFlagValues {
   about?: string;
   listen: string[];
   maxBlobBytes?: number;
+  /** `--max-unsent`: bytes queued to a connection and not written. */
+  maxUnsentBytes?: number;
+  /** `--max-serving`: profile requests served at once. */
+  maxServing?: number;
   log?: string;
   /** "" for 127.0.0.1 on a free port, `HOST:PORT`; absent: off. */
   inspect?: string;
@@ -137,6 +145,21 @@ function keys(flag: string, values: string[]): string[] {
   return values;
 }
 
+/** A positive integer flag, or undefined when absent. */
+function positiveInt(
+  args: Args,
+  flag: string,
+  what: string,
+): number | undefined {
+  const text = args.string(flag);
+  if (text === undefined) return undefined;
+  const value = Number(text);
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new UsageError(`bad --${flag} "${text}": give ${what} (1 or more)`);
+  }
+  return value;
+}
+
 function absolute(path: string): string {
   return path.startsWith("/") ? path : `${Deno.cwd()}/${path}`;
 }
@@ -162,6 +185,8 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
       throw new UsageError(`bad --max-blob "${mb}": give bytes`);
     }
   }
+  const maxUnsentBytes = positiveInt(args, "max-unsent", "bytes");
+  const maxServing = positiveInt(args, "max-serving", "a count");
   const accept = args.string("accept");
   if (accept !== undefined && accept !== "any" && accept !== "allowlist") {
     throw new UsageError(`bad --accept "${accept}": use any or allowlist`);
@@ -186,6 +211,8 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
       : {}),
     listen: args.list("listen"),
     ...(maxBlobBytes !== undefined ? { maxBlobBytes } : {}),
+    ...(maxUnsentBytes !== undefined ? { maxUnsentBytes } : {}),
+    ...(maxServing !== undefined ? { maxServing } : {}),
     ...(args.string("log") ? { log: args.string("log") } : {}),
     ...(args.has("inspect") ? { inspect: args.string("inspect") ?? "" } : {}),
     allowHosts: args.list("allow-host"),
@@ -217,6 +244,12 @@ export function daemonFlagArgv(v: DaemonFlagValues): string[] {
   for (const l of v.listen) out.push("--listen", l);
   if (v.maxBlobBytes !== undefined) {
     out.push("--max-blob", String(v.maxBlobBytes));
+  }
+  if (v.maxUnsentBytes !== undefined) {
+    out.push("--max-unsent", String(v.maxUnsentBytes));
+  }
+  if (v.maxServing !== undefined) {
+    out.push("--max-serving", String(v.maxServing));
   }
   if (v.inspect !== undefined) {
     out.push(v.inspect ? `--inspect=${v.inspect}` : "--inspect");

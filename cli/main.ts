@@ -113,6 +113,8 @@ async function daemonCommand(argv: string[], out: Output): Promise<number> {
     about: v.about,
     listen: v.listen,
     maxBlobBytes: v.maxBlobBytes,
+    ...(v.maxUnsentBytes ? { maxUnsentBytes: v.maxUnsentBytes } : {}),
+    ...(v.maxServing ? { maxServing: v.maxServing } : {}),
     log: v.log,
     ...(v.inspect !== undefined ? { inspect: v.inspect } : {}),
     allowHosts: v.allowHosts,
