@@ -1432,7 +1432,8 @@ export class Peer {
   async #close(): Promise<void> {
     clearTimeout(this.#retention);
     this.#ext.close();
-    // Running commands are killed; their results are still queued.
+    // Running commands are killed; their journal records stay "running",
+    // so the next start answers them once, as interrupted.
     await this.#requests.close();
     await this.#sup.stop();
     while (this.#inflight.size > 0) {
