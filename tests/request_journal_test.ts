@@ -15,6 +15,8 @@ import type { PeerMessageEvent } from "../actors/peer_events.ts";
 import { EventLog } from "./helpers/event_log.ts";
 import { JsonLineChild } from "./helpers/json_line_child.ts";
 import type { Part } from "../wire/types.ts";
+import { pathExists } from "./helpers/path_exists.ts";
+import { until } from "./helpers/until.ts";
 
 const EXEC = "application/vnd.awp.exec+json";
 const FIXTURE = new URL("./fixtures/serve_peer.ts", import.meta.url).pathname;
@@ -53,25 +55,13 @@ function resultOf(m: PeerMessageEvent): Record<string, unknown> {
   return part.data;
 }
 
-async function until(
+/** Polls `check` until true (the helper's form: undefined means not yet). */
+function waitUntil(
   check: () => boolean | Promise<boolean>,
   what: string,
   ms = 20_000,
-): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!await check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
+): Promise<true> {
+  return until(what, async () => (await check()) || undefined, ms);
 }
 
 Deno.test("kill -9 of a serving peer: the running request is answered interrupted, the waiting one served, each once", async () => {
@@ -98,7 +88,7 @@ Deno.test("kill -9 of a serving peer: the running request is answered interrupte
     });
     await asker.waitAck(slow.id, { timeoutMs: 10_000 });
     await asker.waitAck(waiting.id, { timeoutMs: 10_000 });
-    await until(() => exists(sleeper), "the first exec to start");
+    await waitUntil(() => pathExists(sleeper), "the first exec to start");
     assert.equal(events.of("message").filter((m) => m.re).length, 0);
 
     s.kill9();
@@ -112,7 +102,7 @@ Deno.test("kill -9 of a serving peer: the running request is answered interrupte
     s = server(home, root, addr);
     await s.waitFor((l) => l.event === "ready", "ready again");
     const answers = () => events.of("message").filter((m) => m.re);
-    await until(() => answers().length >= 2, "both answers", 30_000);
+    await waitUntil(() => answers().length >= 2, "both answers", 30_000);
     const interrupted = answers().find((m) => m.re === slow.id)!;
     assert.ok(interrupted, "the running request is answered");
     assert.match(String(resultOf(interrupted).error), /^interrupted/);
@@ -127,7 +117,7 @@ Deno.test("kill -9 of a serving peer: the running request is answered interrupte
     await s.reap();
     s = server(home, root, addr);
     await s.waitFor((l) => l.event === "ready", "ready a third time");
-    await until(
+    await waitUntil(
       () => asker.peers().then((ps) => ps.some((p) => p.connected)),
       "the reconnection",
     );
