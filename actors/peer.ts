@@ -863,7 +863,7 @@ export class Peer {
       throw new Error(`send: ${oneLine(error)}`);
     }
     const id = entries[entries.length - 1].id;
-    this.#sentTo.set(id, key);
+    this.#noteSent(id, key);
     if (spooled.length > 0) {
       this.#spoolByMsg.set(id, {
         peer: key,
@@ -983,7 +983,7 @@ export class Peer {
     } finally {
       turn.release();
     }
-    this.#sentTo.set(entry.id, key);
+    this.#noteSent(entry.id, key);
     await this.#touchThread(key, th, {
       mine: { state, ts: entry.ts, ...(note !== undefined ? { note } : {}) },
     });
@@ -1728,6 +1728,18 @@ export class Peer {
       }
     })();
     return this.#logFlush;
+  }
+
+  /**
+   * Remembers whom `id` went to (a cache for waitAck; the outbox is the
+   * truth): at most ACKED_MEMORY, so msgs queued to a peer that is down are
+   * held in the store only.
+   */
+  #noteSent(id: string, key: string): void {
+    this.#sentTo.set(id, key);
+    if (this.#sentTo.size > ACKED_MEMORY) {
+      this.#sentTo.delete(this.#sentTo.keys().next().value!);
+    }
   }
 
   #noteAck(peer: string, id: string, th: string | undefined): void {
