@@ -489,9 +489,14 @@ export class Connection {
   async #writeEntries(entries: OutboxEntry[]): Promise<void> {
     // Backpressure: a replay of a big blob would otherwise read and queue
     // every chunk at once; wait for the socket to drain every few MiB.
+    // Under the unsent bound, so a replay never trips it on its own.
+    const window = Math.min(
+      WRITE_AHEAD_BYTES,
+      (this.#o.maxUnsentBytes ?? DEFAULT_MAX_UNSENT_BYTES) / 2,
+    );
     let queued = 0;
     for (const entry of entries) {
-      if (queued >= WRITE_AHEAD_BYTES) {
+      if (queued >= window) {
         await this.#t.flush();
         queued = 0;
       }
@@ -516,7 +521,8 @@ export class Connection {
         line = { t, id: entry.id, ts: entry.ts, ...rest };
       }
       this.#sentUpTo = entry.id;
-      queued += this.#send(line);
+      // Counted as the unsent bound counts lines.
+      queued += Math.max(this.#send(line), MIN_LINE_COST);
       this.#o.onSent?.(this, entry);
     }
   }

@@ -134,6 +134,31 @@ Deno.test("a remote that never reads is cut off past the unsent-bytes bound, and
   }
 });
 
+Deno.test("a replay of many small msgs stays under the unsent bound: all arrive", async () => {
+  const homes = [await Deno.makeTempDir(), await Deno.makeTempDir()];
+  const options = { ...FAST, maxUnsentBytes: 64 * 1024 };
+  const a = await Peer.open({ home: homes[0], ...options });
+  let b = await Peer.open({ home: homes[1], ...FAST });
+  try {
+    const addr = await a.listen(`unix:${homes[0]}/sock`);
+    await b.connect(addr);
+    const key = b.key;
+    await b.close();
+    // 400 lines of ~250 bytes: 400 KiB as the bound counts them.
+    let last = "";
+    for (let i = 0; i < 400; i++) {
+      last = (await a.send(key, `queued ${i}`, { thread: `r${i % 4}` })).id;
+    }
+    b = await Peer.open({ home: homes[1], ...FAST });
+    await b.connect(addr);
+    await a.waitAck(last, { timeoutMs: 30_000 });
+  } finally {
+    await a.close();
+    await b.close();
+    for (const h of homes) await Deno.remove(h, { recursive: true });
+  }
+});
+
 Deno.test("a 1 MiB + 1 line without newline, then 900 KiB lines as fast as possible: bounded memory, others still served", async () => {
   const s = await startServer();
   try {
