@@ -6,6 +6,12 @@
  * @module
  */
 
+import {
+  BOUND_FLAG_SPECS,
+  boundFlagArgv,
+  type BoundValues,
+  parseBoundFlags,
+} from "./bound_flags.ts";
 import { type Args, type FlagSpec, UsageError } from "./args.ts";
 import { isKey } from "../wire/keys.ts";
 import { parseAddress } from "../wire/address.ts";
@@ -24,8 +30,6 @@ export const DAEMON_FLAGS: readonly FlagSpec[] = [
   { name: "about", type: "string" },
   { name: "listen", type: "list" },
   { name: "max-blob", type: "string" },
-  { name: "max-unsent", type: "string" },
-  { name: "max-serving", type: "string" },
   { name: "log", type: "string" },
   { name: "inspect", type: "optional" },
   { name: "allow-host", type: "list" },
@@ -34,6 +38,8 @@ export const DAEMON_FLAGS: readonly FlagSpec[] = [
   { name: "allow", type: "list" },
   { name: "serve", type: "string" },
   { name: "root", type: "string" },
+  { name: "exec-env-pass", type: "string" },
+  ...BOUND_FLAG_SPECS,
   { name: "presence", type: "boolean" },
   { name: "no-relay", type: "boolean" },
   { name: "store", type: "string" },
@@ -60,8 +66,14 @@ export const DAEMON_CONFIG_HELP = [
   "                   (https://...; the token is DENO_KV_ACCESS_TOKEN); spool and",
   "                   received blobs stay in the home",
   "--trust/--allow    ed25519 keys; --accept any|allowlist; --serve exec,fs:read,fs:write",
-  "--max-unsent B     close a connection whose unwritten bytes pass B (default 8 MiB)",
-  "--max-serving N    serve at most N profile requests at once (default 8)",
+  "--root DIR         what fs requests are confined to (required for fs:*; the home",
+  "                   is never served); exec gets PATH, HOME, LANG, TERM only, plus",
+  "                   --exec-env-pass NAME,... (exec is not a sandbox)",
+  'bounds (README "Limits"): --max-connections N, --max-unauthenticated N,',
+  "  --max-unauthenticated-per-host N, --handshake-timeout S, --max-log-bytes B,",
+  "  --max-unfinished-blob-bytes B, --max-unfinished-blob-total B,",
+  "  --unfinished-blob-ttl S, --max-unsent B (unwritten bytes per connection,",
+  "  default 8 MiB), --max-serving N (profile requests served at once, default 8)",
   "--web[=HOST:PORT]  serve the dashboard (default 127.0.0.1:7788); --web-write lets",
   "                   the page send, set states and grant",
   "",
@@ -79,10 +91,6 @@ export interface DaemonFlagValues {
   about?: string;
   listen: string[];
   maxBlobBytes?: number;
-  /** `--max-unsent`: bytes queued to a connection and not written. */
-  maxUnsentBytes?: number;
-  /** `--max-serving`: profile requests served at once. */
-  maxServing?: number;
   log?: string;
   /** "" for 127.0.0.1 on a free port, `HOST:PORT`; absent: off. */
   inspect?: string;
@@ -93,6 +101,10 @@ export interface DaemonFlagValues {
   serve: string[];
   /** Absolute. */
   root?: string;
+  /** Environment variable names exec passes on (`--exec-env-pass`). */
+  execEnvPass?: string[];
+  /** Bounds on what remotes can make us hold (`--max-connections` ...). */
+  bounds?: BoundValues;
   presence: boolean;
   /** False under `--no-relay`. */
   relay?: false;
@@ -153,21 +165,6 @@ function keys(flag: string, values: string[]): string[] {
   return values;
 }
 
-/** A positive integer flag, or undefined when absent. */
-function positiveInt(
-  args: Args,
-  flag: string,
-  what: string,
-): number | undefined {
-  const text = args.string(flag);
-  if (text === undefined) return undefined;
-  const value = Number(text);
-  if (!Number.isSafeInteger(value) || value < 1) {
-    throw new UsageError(`bad --${flag} "${text}": give ${what} (1 or more)`);
-  }
-  return value;
-}
-
 function absolute(path: string): string {
   return path.startsWith("/") ? path : `${Deno.cwd()}/${path}`;
 }
@@ -193,8 +190,6 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
       throw new UsageError(`bad --max-blob "${mb}": give bytes`);
     }
   }
-  const maxUnsentBytes = positiveInt(args, "max-unsent", "bytes");
-  const maxServing = positiveInt(args, "max-serving", "a count");
   const accept = args.string("accept");
   if (accept !== undefined && accept !== "any" && accept !== "allowlist") {
     throw new UsageError(`bad --accept "${accept}": use any or allowlist`);
@@ -212,6 +207,16 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
   if (store !== undefined) checkStoreUrl(store);
   const root = args.string("root");
   if (root === "") throw new UsageError("--root needs a directory");
+  const bounds = parseBoundFlags(args);
+  const envPass = (args.string("exec-env-pass") ?? "").split(",")
+    .map((n) => n.trim()).filter(Boolean);
+  for (const name of envPass) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
+      throw new UsageError(
+        `bad --exec-env-pass "${name}": give variable names, comma-separated`,
+      );
+    }
+  }
   return {
     ...(args.string("name") !== undefined ? { name: args.string("name") } : {}),
     ...(args.string("about") !== undefined
@@ -219,8 +224,6 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
       : {}),
     listen: args.list("listen"),
     ...(maxBlobBytes !== undefined ? { maxBlobBytes } : {}),
-    ...(maxUnsentBytes !== undefined ? { maxUnsentBytes } : {}),
-    ...(maxServing !== undefined ? { maxServing } : {}),
     ...(args.string("log") ? { log: args.string("log") } : {}),
     ...(args.has("inspect") ? { inspect: args.string("inspect") ?? "" } : {}),
     allowHosts: args.list("allow-host"),
@@ -229,6 +232,8 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
     allow: keys("allow", args.list("allow")),
     serve: parseServeList(args.string("serve") ?? ""),
     ...(root ? { root: absolute(root) } : {}),
+    ...(envPass.length ? { execEnvPass: envPass } : {}),
+    ...(Object.keys(bounds).length ? { bounds } : {}),
     presence: args.bool("presence"),
     ...(args.bool("no-relay") ? { relay: false as const } : {}),
     ...(store ? { store } : {}),
@@ -255,12 +260,6 @@ export function daemonFlagArgv(v: DaemonFlagValues): string[] {
   if (v.maxBlobBytes !== undefined) {
     out.push("--max-blob", String(v.maxBlobBytes));
   }
-  if (v.maxUnsentBytes !== undefined) {
-    out.push("--max-unsent", String(v.maxUnsentBytes));
-  }
-  if (v.maxServing !== undefined) {
-    out.push("--max-serving", String(v.maxServing));
-  }
   if (v.inspect !== undefined) {
     out.push(v.inspect ? `--inspect=${v.inspect}` : "--inspect");
   }
@@ -270,6 +269,10 @@ export function daemonFlagArgv(v: DaemonFlagValues): string[] {
   for (const k of v.allow) out.push("--allow", k);
   if (v.serve.length) out.push("--serve", v.serve.join(","));
   if (v.root) out.push("--root", v.root);
+  if (v.execEnvPass?.length) {
+    out.push("--exec-env-pass", v.execEnvPass.join(","));
+  }
+  out.push(...boundFlagArgv(v.bounds));
   if (v.presence) out.push("--presence");
   if (v.relay === false) out.push("--no-relay");
   if (v.store) out.push("--store", v.store);

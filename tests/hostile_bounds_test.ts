@@ -15,11 +15,12 @@ import { JsonLineChild } from "./helpers/json_line_child.ts";
 import { readMemory } from "../bench/proc_memory.ts";
 import { Signer } from "../wire/keys.ts";
 import { parseArgs } from "../cli/args.ts";
+import { DAEMON_FLAGS } from "../cli/daemon_flags.ts";
 import {
-  DAEMON_FLAGS,
-  daemonFlagArgv,
-  daemonFlagValues,
-} from "../cli/daemon_flags.ts";
+  applyBounds,
+  boundFlagArgv,
+  parseBoundFlags,
+} from "../cli/bound_flags.ts";
 
 const FIXTURE = new URL("./fixtures/serve_peer.ts", import.meta.url).pathname;
 const MiB = 1024 * 1024;
@@ -252,20 +253,23 @@ Deno.test("a blob over the limit is refused and its temp file removed; 1,000 blo
   }
 });
 
-Deno.test("--max-unsent and --max-serving: checked with a one-line error, passed on by up", () => {
-  const v = daemonFlagValues(
+Deno.test("--max-unsent and --max-serving: checked with a one-line error, applied, passed on by up", () => {
+  const values = parseBoundFlags(
     parseArgs(["--max-unsent", "1048576", "--max-serving", "2"], DAEMON_FLAGS),
   );
-  assert.equal(v.maxUnsentBytes, 1048576);
-  assert.equal(v.maxServing, 2);
+  const options: PeerOptions = {};
+  applyBounds(options, values);
+  assert.equal(options.maxUnsentBytes, 1048576);
+  assert.equal(options.maxServing, 2);
+  const argv = boundFlagArgv(values);
   assert.deepEqual(
-    daemonFlagArgv(v).slice(0, 4),
-    ["--max-unsent", "1048576", "--max-serving", "2"],
+    argv.slice(argv.indexOf("--max-unsent"), argv.indexOf("--max-unsent") + 2),
+    ["--max-unsent", "1048576"],
   );
   for (const bad of [["--max-unsent", "-1"], ["--max-serving", "x"]]) {
     assert.throws(
-      () => daemonFlagValues(parseArgs(bad, DAEMON_FLAGS)),
-      (e: Error) => /^bad --max-/.test(e.message) && !e.message.includes("\n"),
+      () => parseBoundFlags(parseArgs(bad, DAEMON_FLAGS)),
+      (e: Error) => /--max-/.test(e.message) && !e.message.includes("\n"),
     );
   }
 });
