@@ -62,10 +62,13 @@ import {
 /**
  * Default bound on the bytes queued for a connection's socket and not yet
  * written, each line counted as at least 1 KiB (a remote that never
- * reads): past it the connection is closed; outbox lines stay in the
+ * reads): past it, once nothing could be written for 1 s (or at once past
+ * four times it), the connection is closed; outbox lines stay in the
  * outbox for the next connection.
  */
 export const DEFAULT_MAX_UNSENT_BYTES = 8 * 1024 * 1024;
+/** Over the unsent bound, how long no write may finish before we close. */
+const UNSENT_STALL_MS = 1_000;
 /** Each queued line counts at least this much against the unsent bound. */
 const MIN_LINE_COST = 1024;
 
@@ -309,6 +312,8 @@ export class Connection {
   #uncommittedBytes = 0;
   /** Bytes handed to the transport and not yet written. */
   #unwrittenBytes = 0;
+  /** When the transport last finished writing a line. */
+  #lastWritten = performance.now();
   #writeWaiters: Array<() => void> = [];
   /** Reading, waiting for a batch to commit (over the in-flight bound). */
   #commitWaiters: Array<() => void> = [];
@@ -532,6 +537,7 @@ export class Connection {
     this.#t.write(frame).catch((error) => {
       this.#event({ type: "END", reason: `write failed: ${errorText(error)}` });
     }).finally(() => {
+      this.#lastWritten = performance.now();
       this.#unwrittenBytes -= held;
       for (const wake of this.#writeWaiters.splice(0)) wake();
     });
@@ -539,10 +545,16 @@ export class Connection {
     return size;
   }
 
-  /** A remote that does not read must not make us hold its bytes forever. */
+  /**
+   * A remote that does not read must not make us hold its bytes forever:
+   * over the bound while nothing could be written for a while (a burst of
+   * our own to a remote that reads is let through), or over four times it.
+   */
   #checkUnsent(): void {
     const max = this.#o.maxUnsentBytes ?? DEFAULT_MAX_UNSENT_BYTES;
     if (this.#unwrittenBytes <= max) return;
+    const stalled = performance.now() - this.#lastWritten > UNSENT_STALL_MS;
+    if (!stalled && this.#unwrittenBytes <= 4 * max) return;
     this.#t.close(); // what is queued is dropped; the outbox keeps its lines
     this.#event({
       type: "END",
