@@ -2008,7 +2008,12 @@ export class Peer {
       const record = await this.#store.blob(spool.peer, ref, "out").catch(() =>
         undefined
       );
-      if (record && record.status === "active") {
+      // Checked after the read: a refusal that came meanwhile wins (its
+      // own write marks the record refused).
+      if (
+        record && record.status === "active" &&
+        !this.#blobs.wasRefused(spool.peer, ref)
+      ) {
         await this.#store.putBlob({
           ...record,
           status,

@@ -26,6 +26,9 @@ import { KEY_PREFIX } from "../wire/keys.ts";
 import { timestamp } from "../wire/time.ts";
 import type { BlobPart, Chunk } from "../wire/types.ts";
 
+/** How many refusals of our own blobs are remembered for the ack race. */
+const MAX_REFUSED_KEPT = 10_000;
+
 type OutBlobActor = Actor<OutgoingBlobMachine>;
 type InBlobActor = Actor<IncomingBlobMachine>;
 
@@ -100,6 +103,11 @@ export class PeerBlobs {
     | Promise<Map<string, { peer: string; bytes: number }>>
     | undefined;
   /** `#unfinished`, once loaded. */
+  /**
+   * Our blobs the remote refused (`peer ref` → detail): the err can come
+   * before the transfer's actor exists and before the msg's ack.
+   */
+  #refusedOut = new Map<string, string>();
   #held: Map<string, { peer: string; bytes: number }> | undefined;
   #perPeer: number;
   #total: number;
@@ -203,12 +211,15 @@ export class PeerBlobs {
    * outbox, the record is marked refused and a `blob` event (dir out) goes out.
    */
   async refused(peer: string, ref: string, detail: string): Promise<void> {
-    // The transfer stops: its chunks leave the outbox (the msg still goes).
-    await this.#store.dropBlob(peer, ref);
+    this.#noteRefused(`${peer} ${ref}`, detail);
+    // The actor hears it first: the err came before any later ack of the
+    // msg, and awaiting the store here would let that ack overtake it.
     void this.#outBlobs.get(`${peer} ${ref}`)?.then(
       (a) => a.send({ type: "REFUSED", detail }),
       () => {},
     );
+    // The transfer stops: its chunks leave the outbox (the msg still goes).
+    await this.#store.dropBlob(peer, ref);
     const record = await this.#store.blob(peer, ref, "out");
     // The refusal may come after the msg's ack (it is sent when the chunks
     // are processed), so a transfer already marked complete is refused too.
@@ -293,7 +304,25 @@ export class PeerBlobs {
       this.#startBlob(this.#outBlobs, id, a, peer, `out ${input.name ?? ref}`),
     );
     this.#outBlobs.set(id, actor);
+    const detail = this.#refusedOut.get(id);
+    if (detail !== undefined) a.send({ type: "REFUSED", detail });
     return actor;
+  }
+
+  /**
+   * Whether `peer` refused our blob `ref`. Checked right before a record is
+   * marked complete: the msg's ack may come before or after the refusal.
+   */
+  wasRefused(peer: string, ref: string): boolean {
+    return this.#refusedOut.has(`${peer} ${ref}`);
+  }
+
+  #noteRefused(id: string, detail: string): void {
+    // Bounded: refusals of our own blobs, kept for the race with the ack.
+    if (this.#refusedOut.size >= MAX_REFUSED_KEPT) {
+      this.#refusedOut.delete(this.#refusedOut.keys().next().value!);
+    }
+    this.#refusedOut.set(id, detail);
   }
 
   #incomingBlob(

@@ -136,6 +136,14 @@ Deno.test("blob transfers report progress from their actors; a refused blob leav
     );
     const ref = ae.of("progress").find((p) => p.status === "refused")!.ref;
     await a.waitAck(refused.id, { timeoutMs: 5000 });
+    // The `blob` event (dir out, refused) comes once the record says so.
+    await ae.until(
+      () =>
+        ae.of("blob").some((e) =>
+          e.dir === "out" && e.ref === ref && e.status === "refused"
+        ),
+      "out blob refused",
+    );
     assert.equal(
       (await a.store.outbox(b.key)).filter((e) => e.fields.ref === ref).length,
       0,
