@@ -69,7 +69,7 @@
  * @module
  */
 
-import { createHash } from "node:crypto";
+import { sha256Hex } from "./sha256.ts";
 import { IdGenerator } from "../wire/id.ts";
 import { timestamp } from "../wire/time.ts";
 import { CONTENT_TYPES } from "../wire/types.ts";
@@ -232,7 +232,7 @@ export function encodeKey(key: Key): string {
 /** Short keys are kept as they are; long ones are hashed (KV keys ≤ 2 KiB). */
 function keyText(text: string): string {
   if (text.length <= MAX_KEY_TEXT) return text;
-  return "#" + createHash("sha256").update(text).digest("hex");
+  return "#" + sha256Hex(text);
 }
 
 function threadKey(th: string | undefined): string {
