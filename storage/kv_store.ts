@@ -948,6 +948,9 @@ export class KvStore implements Store {
     const covered: OutboxEntry[] = [];
     return this.#submit(true, async (tx) => {
       const out: OutboxEntry[] = [];
+      // Only indexed entries are replayed: none, nothing to list (most
+      // handshakes).
+      if (this.#index.list(pk).length === 0) return out;
       for await (
         const { value, parts } of listRecords(this.#backend, {
           prefix: ["ob", pk],
