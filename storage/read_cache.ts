@@ -10,7 +10,9 @@
  * writes that go through {@linkcode ReadCache.write}: the owning store must be
  * the only writer of those keys. Every read returns a fresh copy, so a
  * caller may change what it gets. A load that overlaps a write is not kept
- * (it may have read the old value).
+ * (it may have read the old value). At most `maxEntries` values are kept
+ * (the oldest loaded goes first), so many distinct keys cannot grow it
+ * without bound.
  *
  * @example
  * ```ts
@@ -27,6 +29,12 @@
 export class ReadCache<K, V> {
   #values = new Map<K, V>();
   #generation = 0;
+  #maxEntries: number;
+
+  /** A cache of at most `maxEntries` values (default 10,000). */
+  constructor(maxEntries = 10_000) {
+    this.#maxEntries = maxEntries;
+  }
 
   /** The value of `key`: from memory, or from `load` (then remembered). */
   async read(key: K, load: () => Promise<V>): Promise<V> {
@@ -34,6 +42,9 @@ export class ReadCache<K, V> {
     const generation = this.#generation;
     const value = await load();
     if (generation === this.#generation) {
+      if (this.#values.size >= this.#maxEntries) {
+        this.#values.delete(this.#values.keys().next().value!);
+      }
       this.#values.set(key, structuredClone(value));
     }
     return value;
