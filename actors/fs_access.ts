@@ -308,7 +308,7 @@ export async function fsRead(
     const offset = nonNegativeInt(data.offset, "offset");
     const wanted = nonNegativeInt(data.length, "length");
     using opened = disposable(
-      openInRoot(root, data.path, { protect: options.protect }),
+      await openInRoot(root, data.path, { protect: options.protect }),
     );
     const { info, real } = opened.value;
     if (info.isDirectory()) {
@@ -429,7 +429,7 @@ export async function fsWrite(
       throw new FsAccessError(`unknown encoding ${JSON.stringify(encoding)}`);
     }
     using opened = disposable(
-      openInRoot(root, data.path, {
+      await openInRoot(root, data.path, {
         write: true,
         append: append === true,
         mkdir: mkdir === true,

@@ -15,7 +15,6 @@
  * @module
  */
 
-import { randomBytes } from "node:crypto";
 import type { ConnectionLimits } from "./connection_gate.ts";
 import {
   type Delivery,
@@ -24,6 +23,7 @@ import {
 } from "./supervisor.ts";
 import type { Connection, ReceivedLine, RemoteHello } from "./connection.ts";
 import { PeerThreads } from "./peer_threads.ts";
+import { randomHex } from "../storage/sha256.ts";
 import {
   DEFAULT_UNFINISHED,
   PeerBlobs,
@@ -351,7 +351,7 @@ function oneLine(error: unknown): string {
 }
 
 function newThreadId(): string {
-  return `thr_${randomBytes(8).toString("hex")}`;
+  return `thr_${randomHex(8)}`;
 }
 
 /** One-line TypeErrors for bad trust, admission and serving options. */

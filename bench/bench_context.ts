@@ -14,6 +14,7 @@
  */
 
 import { fileURLToPath } from "node:url";
+import { DENO_RUN_FLAGS } from "../cli/self_command.ts";
 import { JsonProcess, type ProcEvent } from "./json_process.ts";
 
 /** Which program plays a peer: the CLI driver, or bench/peer_child.ts. */
@@ -60,8 +61,7 @@ export const ROOT: string = fileURLToPath(new URL("..", import.meta.url));
  */
 const DENO_RUN = [
   "run",
-  "-A",
-  "--unstable-kv",
+  ...DENO_RUN_FLAGS,
   ...(Deno.env.get("AWP_BENCH_DENO_FLAGS") ?? "").split(" ").filter((f) =>
     f !== ""
   ),

@@ -6,8 +6,26 @@
  */
 
 /**
+ * `deno run` flags for every process this program starts: KV, and xstate's
+ * ES build (its default `import` entry is a CommonJS wrapper, whose loading
+ * brings in Deno's Node compatibility layer, ~10 MiB of RSS per process).
+ *
+ * @example
+ * ```ts
+ * import { DENO_RUN_FLAGS } from "./self_command.ts";
+ * console.log(DENO_RUN_FLAGS.includes("--unstable-kv")); // true
+ * ```
+ */
+export const DENO_RUN_FLAGS: readonly string[] = [
+  "-A",
+  "--unstable-kv",
+  "--conditions=module",
+];
+
+/**
  * The executable and arguments that run this program with `args`: the
- * compiled binary itself, or `deno run -A --unstable-kv <main module>`.
+ * compiled binary itself, or `deno run` with {@linkcode DENO_RUN_FLAGS} and
+ * the main module.
  *
  * @example
  * ```ts
@@ -24,7 +42,7 @@ export function selfCommand(
   }
   return {
     command: Deno.execPath(),
-    args: ["run", "-A", "--unstable-kv", Deno.mainModule, ...args],
+    args: ["run", ...DENO_RUN_FLAGS, Deno.mainModule, ...args],
   };
 }
 

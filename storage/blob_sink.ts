@@ -9,7 +9,7 @@
  * @module
  */
 
-import { createHash, type Hash } from "node:crypto";
+import { createSha256, type Sha256, sha256Hex } from "./sha256.ts";
 import { decodeBase64 } from "../wire/base64.ts";
 import { DEFAULT_MAX_BLOB_BYTES } from "./spool.ts";
 import type { BlobRecord } from "./store.ts";
@@ -136,7 +136,7 @@ const SAFE_NAME = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,99}$/;
 function fileBase(ref: string): string {
   // A ref is chosen by the remote: never let it pick a path.
   if (SAFE_NAME.test(ref) && !ref.endsWith(PARTIAL_SUFFIX)) return ref;
-  return `ref-${createHash("sha256").update(ref).digest("hex").slice(0, 32)}`;
+  return `ref-${sha256Hex(ref).slice(0, 32)}`;
 }
 
 function oneLine(error: unknown): string {
@@ -172,7 +172,8 @@ export class BlobSink {
   #next = 0;
   #status: BlobStatus = "active";
   #sha256?: string;
-  #hash: Hash = createHash("sha256");
+  // Set by the async factories (node:crypto loads on first use).
+  #hash!: Sha256;
   #updated = Date.now();
   #refusalReported = false;
   #detail?: string;
@@ -226,6 +227,7 @@ export class BlobSink {
       `${options.dir}/${fileBase(options.ref)}`,
       limit,
     );
+    sink.#hash = await createSha256();
     await Deno.mkdir(options.dir, { recursive: true });
     await Deno.writeFile(sink.#temp, new Uint8Array(0));
     return sink;
@@ -258,6 +260,7 @@ export class BlobSink {
       ? record.path.slice(0, -PARTIAL_SUFFIX.length)
       : record.path;
     const sink = new BlobSink(record, final, limit);
+    sink.#hash = await createSha256();
     sink.#updated = record.updated;
     if (record.status !== "active") {
       sink.#refusalReported = true;
@@ -312,7 +315,7 @@ export class BlobSink {
     }
     if (!info.isFile || info.size < this.#bytes) return false;
     if (this.#size >= 0 && info.size !== this.#size) return false;
-    const hash = createHash("sha256");
+    const hash = await createSha256();
     using file = await Deno.open(this.#final, { read: true });
     const buffer = new Uint8Array(READ_BUFFER);
     for (;;) {

@@ -70,7 +70,8 @@
  * @module
  */
 
-import { createHash } from "node:crypto";
+import { ReadCache } from "./read_cache.ts";
+import { sha256Hex } from "./sha256.ts";
 import { IdGenerator } from "../wire/id.ts";
 import { timestamp } from "../wire/time.ts";
 import { CONTENT_TYPES } from "../wire/types.ts";
@@ -234,7 +235,7 @@ export function encodeKey(key: Key): string {
 /** Short keys are kept as they are; long ones are hashed (KV keys ≤ 2 KiB). */
 function keyText(text: string): string {
   if (text.length <= MAX_KEY_TEXT) return text;
-  return "#" + createHash("sha256").update(text).digest("hex");
+  return "#" + sha256Hex(text);
 }
 
 function threadKey(th: string | undefined): string {
@@ -586,6 +587,11 @@ export class KvStore implements Store {
   #logBytes: number;
   /** The outbox's index, kept in step with every enqueue and drop. */
   #index = new OutboxIndex();
+  // Every handshake reads the peer's record, all grants and revocations:
+  // served from memory, kept in step by this store's writes of them.
+  #peerCache = new ReadCache<string, PeerRecord | undefined>();
+  #grantCache = new ReadCache<"all", GrantRecord[]>();
+  #revokedCache = new ReadCache<string, boolean>();
 
   /**
    * Wraps a backend; `lastId` and `seq` resume the id generator and the log
@@ -944,6 +950,9 @@ export class KvStore implements Store {
     const covered: OutboxEntry[] = [];
     return this.#submit(true, async (tx) => {
       const out: OutboxEntry[] = [];
+      // Only indexed entries are replayed: none, nothing to list (most
+      // handshakes).
+      if (this.#index.list(pk).length === 0) return out;
       for await (
         const { value, parts } of listRecords(this.#backend, {
           prefix: ["ob", pk],
@@ -1400,7 +1409,8 @@ export class KvStore implements Store {
 
   /** The record of the peer with this key, or undefined. */
   peer(key: string): Promise<PeerRecord | undefined> {
-    return this.#read<PeerRecord>(["peer", keyText(key)]);
+    const k = keyText(key);
+    return this.#peerCache.read(k, () => this.#read<PeerRecord>(["peer", k]));
   }
 
   /** Stores a peer record, replacing the previous one. */
@@ -1410,7 +1420,8 @@ export class KvStore implements Store {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#put(["peer", keyText(record.key)], record);
+    const k = keyText(record.key);
+    return this.#peerCache.write(k, () => this.#put(["peer", k], record));
   }
 
   /** Reads and replaces a peer record in one step of the committer. */
@@ -1419,12 +1430,16 @@ export class KvStore implements Store {
     update: (known: PeerRecord | undefined) => PeerRecord,
   ): Promise<PeerRecord> {
     const k: Key = ["peer", keyText(key)];
-    return this.#submit(false, async (tx) => {
-      const record = update(await tx.getRecord<PeerRecord>(k));
-      requireText(record?.key, "updatePeer: key");
-      await tx.putRecord(k, record);
-      return record;
-    }, [k]);
+    return this.#peerCache.write(
+      k[1] as string,
+      () =>
+        this.#submit(false, async (tx) => {
+          const record = update(await tx.getRecord<PeerRecord>(k));
+          requireText(record?.key, "updatePeer: key");
+          await tx.putRecord(k, record);
+          return record;
+        }, [k]),
+    );
   }
 
   /** Stores a grant under its hash. */
@@ -1437,26 +1452,38 @@ export class KvStore implements Store {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#put(["grant", record.kind, keyText(record.hash)], record);
+    return this.#grantCache.write(
+      "all",
+      () => this.#put(["grant", record.kind, keyText(record.hash)], record),
+    );
   }
 
   /** Stored grants, optionally of one kind. */
-  grants(kind?: GrantKind): Promise<GrantRecord[]> {
-    return this.#collect<GrantRecord>(
-      kind === undefined ? ["grant"] : ["grant", kind],
-      3,
+  async grants(kind?: GrantKind): Promise<GrantRecord[]> {
+    const all = await this.#grantCache.read(
+      "all",
+      () => this.#collect<GrantRecord>(["grant"], 3),
     );
+    // Listed by key, so one kind's records keep their order.
+    return kind === undefined ? all : all.filter((r) => r.kind === kind);
   }
 
   /** Marks the grant with this hash as revoked. */
   revoke(hash: string): Promise<void> {
     const key: Key = ["revoked", keyText(requireText(hash, "revoke: hash"))];
-    return this.#submit(false, (tx) => tx.set(key, Date.now()));
+    return this.#revokedCache.write(
+      key[1] as string,
+      () => this.#submit(false, (tx) => tx.set(key, Date.now())),
+    );
   }
 
   /** Whether the grant with this hash was revoked. */
   async isRevoked(hash: string): Promise<boolean> {
-    return (await this.#backend.get(["revoked", keyText(hash)])) !== undefined;
+    const k = keyText(hash);
+    return await this.#revokedCache.read(
+      k,
+      async () => (await this.#backend.get(["revoked", k])) !== undefined,
+    );
   }
 
   /** Stores a blob transfer record, replacing the previous one. */

@@ -9,7 +9,7 @@
  * @module
  */
 
-import { createHash, randomBytes } from "node:crypto";
+import { createSha256, randomHex } from "./sha256.ts";
 import { encodeBase64 } from "../wire/base64.ts";
 import type {
   BlobRecord,
@@ -112,7 +112,7 @@ const SAFE_REF = /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}$/;
  * ```
  */
 export function newBlobRef(): string {
-  return `blob_${randomBytes(12).toString("hex")}`;
+  return `blob_${randomHex(12)}`;
 }
 
 function reason(error: unknown): string {
@@ -166,7 +166,7 @@ export async function snapshotToSpool(
     throw new BlobSourceError(sourcePath, reason(error));
   }
   const target = `${spoolDir}/${ref}`;
-  const temp = `${target}.tmp-${randomBytes(6).toString("hex")}`;
+  const temp = `${target}.tmp-${randomHex(6)}`;
   let out: Deno.FsFile | undefined;
   try {
     let info: Deno.FileInfo;
@@ -185,7 +185,7 @@ export async function snapshotToSpool(
 
     await Deno.mkdir(spoolDir, { recursive: true });
     out = await Deno.open(temp, { write: true, createNew: true });
-    const hash = createHash("sha256");
+    const hash = await createSha256();
     const buffer = new Uint8Array(COPY_BUFFER);
     let size = 0;
     while (true) {

@@ -7,7 +7,7 @@ import {
   type Mutation,
 } from "../storage/kv_store.ts";
 import { openStore, StoreUnavailableError } from "../storage/open_store.ts";
-import type { Store } from "../storage/store.ts";
+import type { GrantRecord, Store } from "../storage/store.ts";
 import { storeContract, type StoreHarness } from "./store_contract.ts";
 
 storeContract("KvStore", async (options) => {
@@ -145,6 +145,7 @@ Deno.test("openStore: without --unstable-kv it says so in one line", async () =>
 /** A real Deno KV backend whose commits the test can hold and count. */
 class GatedBackend implements KvBackend {
   commits: number[] = [];
+  reads = 0;
   #kv: Deno.Kv;
   #gate: Promise<void> = Promise.resolve();
   #entered: (() => void) | undefined;
@@ -162,11 +163,13 @@ class GatedBackend implements KvBackend {
   }
 
   async get(key: Key): Promise<unknown> {
+    this.reads++;
     const e = await this.#kv.get(key as Deno.KvKey);
     return e.versionstamp === null ? undefined : e.value;
   }
 
   async *list(range: KeyRange): AsyncIterable<{ key: Key; value: unknown }> {
+    this.reads++;
     for await (const e of this.#kv.list(range as Deno.KvListSelector)) {
       yield { key: e.key as Key, value: e.value };
     }
@@ -189,6 +192,61 @@ class GatedBackend implements KvBackend {
     this.#kv.close();
   }
 }
+
+Deno.test("KvStore: peer, grant and revocation reads come from memory, in step with writes", async () => {
+  const backend = new GatedBackend(await Deno.openKv(":memory:"));
+  const store = new KvStore(backend);
+  const grant = (kind: "held" | "issued", hash: string) => ({
+    kind,
+    hash,
+    grant: { v: 0, iss: "ed25519:a", sub: "ed25519:b", caps: ["exec"] },
+    storedAt: 1,
+  } as unknown as GrantRecord);
+  try {
+    await store.putPeer({
+      key: "ed25519:p",
+      addresses: ["tcp:a:1"],
+      firstSeen: 1,
+      lastSeen: 1,
+    });
+    await store.putGrant(grant("held", "h1"));
+    assert.equal((await store.peer("ed25519:p"))?.addresses[0], "tcp:a:1");
+    assert.deepEqual((await store.grants("held")).map((g) => g.hash), ["h1"]);
+    assert.equal(await store.isRevoked("h1"), false);
+    const reads = backend.reads;
+    // A caller may change what it gets: the next read is unaffected.
+    (await store.peer("ed25519:p"))!.addresses.push("tcp:b:2");
+    (await store.grants()).pop();
+    assert.deepEqual((await store.peer("ed25519:p"))?.addresses, ["tcp:a:1"]);
+    assert.equal((await store.grants()).length, 1);
+    assert.equal(await store.isRevoked("h1"), false);
+    assert.equal(backend.reads, reads, "served from memory");
+    // Writes show at once, also reads that overlap them.
+    const updated = store.updatePeer("ed25519:p", (k) => ({
+      ...k!,
+      addresses: ["tcp:c:3"],
+    }));
+    const during = store.peer("ed25519:p");
+    await updated;
+    await during;
+    assert.deepEqual((await store.peer("ed25519:p"))?.addresses, ["tcp:c:3"]);
+    await store.putGrant(grant("issued", "i1"));
+    assert.deepEqual((await store.grants()).map((g) => g.hash), ["h1", "i1"]);
+    assert.deepEqual((await store.grants("issued")).map((g) => g.hash), ["i1"]);
+    await store.revoke("h1");
+    assert.equal(await store.isRevoked("h1"), true);
+    assert.equal(await store.peer("ed25519:q"), undefined);
+    await store.putPeer({
+      key: "ed25519:q",
+      addresses: [],
+      firstSeen: 1,
+      lastSeen: 1,
+    });
+    assert.equal((await store.peer("ed25519:q"))?.key, "ed25519:q");
+  } finally {
+    store.close();
+  }
+});
 
 Deno.test("KvStore: calls arriving during a commit share the next one", async () => {
   const backend = new GatedBackend(await Deno.openKv(":memory:"));
