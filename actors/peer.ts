@@ -114,6 +114,10 @@ export interface PeerOptions {
   dialer?: { timing?: Partial<DialerTiming>; random?: () => number };
   /** Allow plain TCP with public addresses. */
   allowPublic?: boolean;
+  /** WebSocket binding: extra CA certificates (PEM) trusted when dialing wss. */
+  caCerts?: string[];
+  /** WebSocket binding: certificate chain and key (PEM) for wss listeners. */
+  tls?: { cert: string; key: string };
   /**
    * Return (or resolve with) a refusal detail to refuse a peer after its
    * auth; asked after the admission policy (`accept`) admitted it.
@@ -487,6 +491,8 @@ export class Peer {
       timeouts: options.timeouts,
       dialer: options.dialer,
       allowPublic: options.allowPublic,
+      caCerts: options.caCerts,
+      tls: options.tls,
       admit: (remote, context) => this.#admit(remote, context),
       grants: (remote) => this.#trust.toPresent(remote.key),
       shares: () => this.#ext.hosts,

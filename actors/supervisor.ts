@@ -169,6 +169,10 @@ export interface SupervisorOptions {
   dialer?: { timing?: Partial<DialerTiming>; random?: () => number };
   /** Allow plaintext TCP with public addresses (see actors/transport.ts). */
   allowPublic?: boolean;
+  /** WebSocket binding: extra CA certificates (PEM) trusted when dialing wss. */
+  caCerts?: string[];
+  /** WebSocket binding: certificate chain and key (PEM) for wss listeners. */
+  tls?: { cert: string; key: string };
   /** Return (or resolve with) a refusal detail to refuse a peer after its auth. */
   admit?(
     remote: RemoteHello,
@@ -451,7 +455,7 @@ export class Supervisor {
     const listener = await listen(
       address,
       (t) => this.#adopt(t, false),
-      { allowPublic: this.#o.allowPublic },
+      { allowPublic: this.#o.allowPublic, ...this.#o.tls },
     );
     this.#listeners.add(listener);
     this.#o.addr ??= listener.addr;
@@ -474,6 +478,7 @@ export class Supervisor {
     const transport = await dial(address, {
       allowPublic: this.#o.allowPublic,
       signal: options.signal,
+      caCerts: this.#o.caCerts,
     });
     const conn = this.#adopt(transport, true, options.present);
     // Abort only cancels a handshake: once open, the connection stays.
