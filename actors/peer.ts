@@ -216,6 +216,11 @@ export interface Sent {
 export interface PeerInfo extends PeerRecord {
   /** True while a connection to it is open. */
   connected: boolean;
+  /**
+   * Not connected, and the last dial reached an HTTP front that refused the
+   * WebSocket upgrade (a sleeping host): still retried with backoff.
+   */
+  waking: boolean;
 }
 
 /** Options of {@link Peer.grant}. */
@@ -1093,6 +1098,7 @@ export class Peer {
     return (await this.#store.peers()).map((p) => ({
       ...p,
       connected: up.has(p.key),
+      waking: !up.has(p.key) && this.#sup.isWaking(p.key),
     }));
   }
 

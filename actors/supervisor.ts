@@ -49,7 +49,13 @@ import {
 import type { ConnectionTimeouts } from "./connection_machine.ts";
 import { Dialer } from "./dialer.ts";
 import type { DialerTiming } from "./dialer_machine.ts";
-import { dial, listen, type Listener, type Transport } from "./transport.ts";
+import {
+  dial,
+  listen,
+  type Listener,
+  type Transport,
+  TransportError,
+} from "./transport.ts";
 import type { OutboxDraft, OutboxEntry, Store } from "../storage/store.ts";
 import type { Signer } from "../wire/keys.ts";
 import type { Grant, Message } from "../wire/types.ts";
@@ -342,6 +348,8 @@ export class Supervisor {
   #connections = new Set<Connection>();
   #active = new Map<string, Active>();
   #dialers = new Map<string, Dialer>();
+  /** Peers whose last dial reached an HTTP front that refused the upgrade. */
+  #waking = new Set<string>();
   #listeners = new Set<Listener>();
   #wanted = new Map<string, boolean>();
   /**
@@ -442,6 +450,15 @@ export class Supervisor {
   /** Keys of peers with an active connection. */
   get peers(): string[] {
     return [...this.#active.keys()];
+  }
+
+  /**
+   * True while `peer`'s last dial got an HTTP answer instead of a WebSocket
+   * upgrade (502/503/504 from a sleeping host's front): retried with
+   * backoff like any failed dial, shown as "waking".
+   */
+  isWaking(peer: string): boolean {
+    return this.#waking.has(peer);
   }
 
   /** The dialer for `peer`, if one exists. */
@@ -706,6 +723,9 @@ export class Supervisor {
         try {
           await this.connect(address, { signal, expect: peer });
         } catch (error) {
+          if (error instanceof TransportError && error.waking) {
+            this.#waking.add(peer);
+          } else if (!signal.aborted) this.#waking.delete(peer);
           if (!signal.aborted) {
             this.#emit({
               type: "dial_failed",
@@ -852,6 +872,7 @@ export class Supervisor {
   #established(conn: Connection, remote: RemoteHello, remoteAddr: string) {
     const peer = remote.key;
     if (this.#active.get(peer)?.conn !== conn) return;
+    this.#waking.delete(peer);
     this.#inspect?.register(conn.actor, {
       label: `peer ${remote.name ?? peer.slice(0, 16)}`,
     });

@@ -1148,7 +1148,11 @@ interface ThreadRow {
 }
 
 function peerLine(out: Output, p: PeerSummary): string {
-  const state = p.connected ? out.green("connected") : "away";
+  const state = p.connected
+    ? out.green("connected")
+    : p.waking
+    ? "waking"
+    : "away";
   return `${
     who(p.key, p.alias ?? p.name)
   }  ${state}  queued ${p.queued}  open ${p.openThreads}  unread ${p.unread}` +

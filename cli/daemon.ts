@@ -980,6 +980,7 @@ class Daemon {
         ...(p.alias ? { alias: p.alias } : {}),
         ...(p.about ? { about: p.about } : {}),
         connected: p.connected,
+        ...(p.waking ? { waking: true } : {}),
         addresses: p.addresses,
         queued: (await this.#peer.store.outbox(p.key)).length,
         openThreads: mine.filter((t) =>
