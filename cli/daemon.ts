@@ -70,6 +70,11 @@ export interface DaemonOptions {
   store?: string;
   /** Extra Host names the inspector answers (behind a proxy or tunnel). */
   allowHosts?: string[];
+  /** WebSocket binding: CA files (PEM) trusted when dialing wss (`--ca`). */
+  ca?: string[];
+  /** WebSocket binding: TLS certificate and key files for wss listeners. */
+  cert?: string;
+  key?: string;
   /** Resolves when the daemon is up, with its status (tests, embedding). */
   onReady?(status: StatusResult): void;
 }
@@ -251,6 +256,7 @@ class Daemon {
         ...(root ? { root } : {}),
         ...(this.#presence ? { presence: true } : {}),
         ...(this.#relay ? {} : { relayPresence: false }),
+        ...await readTlsFiles(o),
       };
       let config: Config = {};
       let marker: string | undefined;
@@ -1488,4 +1494,28 @@ class Daemon {
     }
     return { items };
   }
+}
+
+/** `--ca`, `--cert` and `--key` read as PEM texts for the WebSocket binding. */
+async function readTlsFiles(
+  o: Pick<DaemonOptions, "ca" | "cert" | "key">,
+): Promise<Pick<PeerOptions, "caCerts" | "tls">> {
+  const read = async (flag: string, path: string) => {
+    try {
+      return await Deno.readTextFile(path);
+    } catch (error) {
+      throw new DaemonConfigError(`--${flag} ${path}: ${oneLine(error)}`);
+    }
+  };
+  const out: Pick<PeerOptions, "caCerts" | "tls"> = {};
+  if (o.ca?.length) {
+    out.caCerts = await Promise.all(o.ca.map((f) => read("ca", f)));
+  }
+  if (o.cert && o.key) {
+    out.tls = {
+      cert: await read("cert", o.cert),
+      key: await read("key", o.key),
+    };
+  }
+  return out;
 }

@@ -35,6 +35,9 @@ export const DAEMON_FLAGS: readonly FlagSpec[] = [
   { name: "presence", type: "boolean" },
   { name: "no-relay", type: "boolean" },
   { name: "store", type: "string" },
+  { name: "ca", type: "list" },
+  { name: "cert", type: "string" },
+  { name: "key", type: "string" },
 ];
 
 /**
@@ -56,6 +59,9 @@ export const DAEMON_CONFIG_HELP = [
   "                   (https://...; the token is DENO_KV_ACCESS_TOKEN); spool and",
   "                   received blobs stay in the home",
   "--trust/--allow    ed25519 keys; --accept any|allowlist; --serve exec,fs:read,fs:write",
+  "--cert/--key FILE  TLS certificate chain and key (PEM) for wss:// listeners;",
+  "--ca FILE          a CA certificate (PEM) trusted when dialing wss:// besides",
+  "                   the system store (repeatable)",
   "",
   "${home}/config.json (read at daemon start; flags and the environment win over it,",
   "it wins over what earlier flags remembered):",
@@ -85,6 +91,11 @@ export interface DaemonFlagValues {
   /** False under `--no-relay`. */
   relay?: false;
   store?: string;
+  /** WebSocket binding: CA files trusted for wss (absolute). */
+  ca?: string[];
+  /** WebSocket binding: TLS certificate and key files for wss (absolute). */
+  cert?: string;
+  key?: string;
 }
 
 /**
@@ -179,6 +190,11 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
   if (store !== undefined) checkStoreUrl(store);
   const root = args.string("root");
   if (root === "") throw new UsageError("--root needs a directory");
+  const cert = args.string("cert");
+  const key = args.string("key");
+  if (!cert !== !key) {
+    throw new UsageError("--cert and --key go together (wss:// listeners)");
+  }
   return {
     ...(args.string("name") !== undefined ? { name: args.string("name") } : {}),
     ...(args.string("about") !== undefined
@@ -197,6 +213,8 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
     presence: args.bool("presence"),
     ...(args.bool("no-relay") ? { relay: false as const } : {}),
     ...(store ? { store } : {}),
+    ca: args.list("ca").map(absolute),
+    ...(cert && key ? { cert: absolute(cert), key: absolute(key) } : {}),
   };
 }
 
@@ -230,5 +248,7 @@ export function daemonFlagArgv(v: DaemonFlagValues): string[] {
   if (v.presence) out.push("--presence");
   if (v.relay === false) out.push("--no-relay");
   if (v.store) out.push("--store", v.store);
+  for (const f of v.ca ?? []) out.push("--ca", f);
+  if (v.cert && v.key) out.push("--cert", v.cert, "--key", v.key);
   return out;
 }

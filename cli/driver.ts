@@ -10,7 +10,7 @@
  * @module
  */
 
-import type { Peer } from "../actors/peer.ts";
+import type { Peer, PeerOptions } from "../actors/peer.ts";
 import type { PeerEvent } from "../actors/peer_events.ts";
 import { StoreUnavailableError } from "../storage/open_store.ts";
 import { parseAddress } from "../wire/address.ts";
@@ -39,14 +39,16 @@ const LINE_RECV_SKIP: ReadonlySet<string> = new Set([
 ]);
 
 export const DRIVER_USAGE =
-  `usage: awp driver --state DIR [--name N] [--ping-interval S] [--max-blob B] [--trust KEY] [--about T] [--store URL] [-v] listen ADDR | connect ADDR
+  `usage: awp driver --state DIR [--name N] [--ping-interval S] [--max-blob B] [--trust KEY] [--about T] [--store URL] [--ca FILE] [--cert FILE --key FILE] [-v] listen ADDR | connect ADDR
 
 A peer driven over stdin/stdout, one JSON object per line each way.
 commands: send {th,text,subject?,re?,parts?}, state {th,state,note?}, blob {th,path,text?},
           grant {sub,caps,ttl}, bye {reason?}, quit; any may add "peer":"ed25519:..."
 events:   identity, listening, connected, recv, sent, acked, blob, disconnected, error
 --store URL keeps the state in a remote Deno KV through KV Connect (https://...,
-token in DENO_KV_ACCESS_TOKEN); spool and blobs stay in --state DIR.`;
+token in DENO_KV_ACCESS_TOKEN); spool and blobs stay in --state DIR.
+ADDR may be ws://HOST:PORT/path or wss://...: --cert/--key (PEM) serve wss,
+--ca FILE trusts a private CA when dialing wss.`;
 
 const FLAGS: FlagSpec[] = [
   { name: "state", type: "string" },
@@ -57,6 +59,9 @@ const FLAGS: FlagSpec[] = [
   { name: "about", type: "string" },
   { name: "verbose", short: "v", type: "boolean" },
   { name: "store", type: "string" },
+  { name: "ca", type: "list" },
+  { name: "cert", type: "string" },
+  { name: "key", type: "string" },
 ];
 
 /** One command read from stdin. */
@@ -139,7 +144,9 @@ export async function driverMain(args: string[]): Promise<number> {
   }
   let pingS: number | undefined;
   let maxBlob: number | undefined;
+  let tls: Pick<PeerOptions, "caCerts" | "tls">;
   try {
+    tls = await readTlsFlags(parsed);
     pingS = positiveNumber(parsed.string("ping-interval"), "--ping-interval");
     maxBlob = positiveNumber(parsed.string("max-blob"), "--max-blob");
   } catch (error) {
@@ -155,6 +162,7 @@ export async function driverMain(args: string[]): Promise<number> {
     verbose: parsed.bool("verbose"),
     trust: parsed.list("trust"),
     store: parsed.string("store"),
+    tls,
   });
   const [mode, addr] = parsed.positionals as ["listen" | "connect", string];
   return await driver.run(mode, addr);
@@ -169,6 +177,7 @@ interface DriverOptions {
   verbose: boolean;
   trust: string[];
   store?: string;
+  tls: Pick<PeerOptions, "caCerts" | "tls">;
 }
 
 class Driver {
@@ -212,6 +221,7 @@ class Driver {
         ...(this.#o.pingIntervalMs !== undefined
           ? { timeouts: { pingInterval: this.#o.pingIntervalMs } }
           : {}),
+        ...this.#o.tls,
       }, this.#o.store);
     } catch (error) {
       writeLine(
@@ -463,4 +473,29 @@ class Driver {
         return;
     }
   }
+}
+
+/** `--ca`, `--cert`, `--key`: PEM files for the WebSocket binding, read now. */
+async function readTlsFlags(
+  parsed: ReturnType<typeof parseArgs>,
+): Promise<Pick<PeerOptions, "caCerts" | "tls">> {
+  const read = async (flag: string, path: string) => {
+    try {
+      return await Deno.readTextFile(path);
+    } catch (error) {
+      throw new UsageError(`--${flag} ${path}: ${oneLine(error)}`);
+    }
+  };
+  const cert = parsed.string("cert");
+  const key = parsed.string("key");
+  if (!cert !== !key) throw new UsageError("--cert and --key go together");
+  const ca = parsed.list("ca");
+  return {
+    ...(ca.length
+      ? { caCerts: await Promise.all(ca.map((f) => read("ca", f))) }
+      : {}),
+    ...(cert && key
+      ? { tls: { cert: await read("cert", cert), key: await read("key", key) } }
+      : {}),
+  };
 }

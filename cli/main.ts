@@ -115,6 +115,8 @@ async function daemonCommand(argv: string[], out: Output): Promise<number> {
     ...(v.store ? { store: v.store } : {}),
     ...(v.accept ? { accept: v.accept } : {}),
     ...(v.root ? { root: v.root } : {}),
+    ...(v.ca?.length ? { ca: v.ca } : {}),
+    ...(v.cert && v.key ? { cert: v.cert, key: v.key } : {}),
     announce: !v.log,
   });
 }
