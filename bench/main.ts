@@ -7,7 +7,7 @@
  * bench/results.json. `--quick` runs each workload once with small counts
  * (a smoke test) and leaves out the micro-benchmarks unless named in
  * `--only`. Workloads: throughput_tcp, throughput_unix, latency, blob,
- * blob_memory, handshake, resume, idle, cli, inspect, micro.
+ * blob_memory, websocket, handshake, resume, idle, cli, inspect, micro.
  *
  * @example
  * ```sh
@@ -34,6 +34,7 @@ import { idleWorkload } from "./workloads/idle_connections.ts";
 import { cliStartWorkload } from "./workloads/cli_start.ts";
 import { inspectionWorkload } from "./workloads/inspection.ts";
 import { microWorkload } from "./workloads/micro.ts";
+import { websocketWorkload } from "./workloads/websocket.ts";
 
 /** Every workload, in run order. */
 export const WORKLOADS: readonly Workload[] = [
@@ -42,6 +43,7 @@ export const WORKLOADS: readonly Workload[] = [
   latencyWorkload,
   blobWorkload,
   blobMemoryWorkload,
+  websocketWorkload,
   handshakeWorkload,
   resumeWorkload,
   idleWorkload,
