@@ -407,8 +407,12 @@ export async function dialWebSocket(
     client?.close();
     throw new TransportError(address, "dial", reasonText(e));
   }
+  // Once open, the client goes with the socket; a failed dial closes it below.
+  let opened = false;
   if (client) {
-    ws.addEventListener("close", () => client.close(), { once: true });
+    ws.addEventListener("close", () => {
+      if (opened) client.close();
+    }, { once: true });
   }
   const failure = await new Promise<
     { reason: string; waking?: boolean } | undefined
@@ -426,7 +430,10 @@ export async function dialWebSocket(
       options.signal?.removeEventListener("abort", abort);
       resolve(value);
     };
-    ws.addEventListener("open", () => settle(undefined), { once: true });
+    ws.addEventListener("open", () => {
+      opened = true;
+      settle(undefined);
+    }, { once: true });
     ws.addEventListener("error", (e) => settle(dialFailure(e)), {
       once: true,
     });
@@ -438,6 +445,15 @@ export async function dialWebSocket(
     try {
       ws.close();
     } catch { /* not open */ }
+    const known = failure.waking ||
+      /^(connection refused|aborted|timed out|TLS)/.test(failure.reason);
+    const status = known ? undefined : await httpStatus(a, client);
+    client?.close();
+    if (status !== undefined) {
+      throw new TransportError(address, "dial", httpReason(status), {
+        waking: true,
+      });
+    }
     throw new TransportError(address, "dial", failure.reason, {
       waking: failure.waking,
     });
@@ -445,17 +461,42 @@ export async function dialWebSocket(
   return new WebSocketTransport(ws, "ws:client", formatAddress(a));
 }
 
+/**
+ * The HTTP status the address answers a plain GET with, or undefined when
+ * nothing answers. Over TLS Deno's client takes HTTP/2 when offered, and a
+ * refused HTTP/2 upgrade is only "stream error" in the error event: this
+ * one extra request, made only after a failed dial, tells a sleeping host's
+ * front (502/503/504) or a refused upgrade from a dead address.
+ */
+async function httpStatus(
+  a: WebSocketAddress,
+  client: Deno.HttpClient | undefined,
+): Promise<number | undefined> {
+  const url = urlOf(a).replace(/^ws/, "http");
+  try {
+    const response = await fetch(url, {
+      ...(client ? { client } : {}),
+      signal: AbortSignal.timeout(10_000),
+    });
+    await response.body?.cancel();
+    return response.status;
+  } catch {
+    return undefined;
+  }
+}
+
+function httpReason(code: number): string {
+  const why = code === 502 || code === 503 || code === 504
+    ? "host unavailable, maybe waking"
+    : "upgrade refused";
+  return `HTTP ${code} (${why})`;
+}
+
 /** Reads Deno's error event: "... failed to connect to WebSocket: Invalid status code: 503". */
 function dialFailure(e: Event): { reason: string; waking?: boolean } {
   const message = e instanceof ErrorEvent ? e.message : "";
   const status = /status code:?\s*(\d{3})/i.exec(message);
-  if (status) {
-    const code = Number(status[1]);
-    const why = code === 502 || code === 503 || code === 504
-      ? "host unavailable, maybe waking"
-      : "upgrade refused";
-    return { reason: `HTTP ${code} (${why})`, waking: true };
-  }
+  if (status) return { reason: httpReason(Number(status[1])), waking: true };
   if (/tcp connect error|connection refused/i.test(message)) {
     return { reason: "connection refused" };
   }

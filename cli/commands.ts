@@ -320,7 +320,7 @@ class ProgressBars {
 
 /** A malformed address is a usage error, caught before the daemon is involved. */
 function checkAddress(text: string, always = false): void {
-  if (!always && !/^(tcp|unix):/i.test(text)) return; // a peer name or key
+  if (!always && !/^(tcp|unix|wss?):/i.test(text)) return; // a peer name or key
   try {
     parseAddress(text);
   } catch (error) {
