@@ -11,29 +11,41 @@
  * - every other rule of the line layer is unchanged: the transport hands the
  *   owner the same bytes a TCP socket would (each message plus "\n").
  *
- * Dialing uses the standard `WebSocket` client (wss verifies against the
- * system CA store, or `caCerts` through `Deno.createHttpClient`); a refused
- * upgrade (an HTTP status instead of 101, e.g. 502/503/504 from a sleeping
- * host's front) is a {@link TransportError} with `waking` set. Listening is
- * `Deno.serve` with `Deno.upgradeWebSocket`, plain or with TLS.
- *
- * Backpressure: `WebSocket` has none of its own, and `WebSocketStream` is
- * behind `--unstable-net` in Deno 2.9 and cannot take a private CA, so
- * writes watch `bufferedAmount`: a write resolves once its lines went to
- * the socket with less than {@link HIGH_WATER_BYTES} still buffered, and
- * otherwise waits for it to drain. Received messages queue while the owner
- * is busy and are handed over in batches (one chunk of many lines), which
- * keeps the group commit of the line layer as effective as on TCP.
+ * RFC 6455 runs here over Deno's own sockets (`Deno.connect`,
+ * `Deno.connectTls` with `caCerts`, `Deno.listen`, `Deno.listenTls`), with
+ * the framing in actors/websocket_frames.ts, rather than over the
+ * `WebSocket` class and `Deno.upgradeWebSocket`: those read every message
+ * as fast as it comes, whatever the owner's pace, so a fast sender grew a
+ * slow receiver's memory without bound (measured: +143 MiB over idle for a
+ * 50 MiB file, against +42 MiB over TCP), and `WebSocketStream`, which has
+ * read backpressure, is behind `--unstable-net` and cannot take a private
+ * CA. Here a read waits for the owner and a write for the kernel, both
+ * ways, as on TCP. A refused upgrade (any HTTP status but 101, e.g.
+ * 502/503/504 from a sleeping host's front) is a {@link TransportError}
+ * with `waking` set.
  *
  * @module
  */
 
 import {
+  type Address,
   formatAddress,
   isPrivateHost,
   type WebSocketAddress,
 } from "../wire/address.ts";
 import { MAX_LINE_BYTES } from "../wire/frame.ts";
+import {
+  acceptKey,
+  encodeFrame,
+  FrameDecoder,
+  type FrameEvent,
+  hasToken,
+  headerSize,
+  MAX_HEAD_BYTES,
+  OP,
+  parseHttpHead,
+  writeFrame,
+} from "./websocket_frames.ts";
 // A cycle with transport.ts (which dispatches ws: here): safe, as neither
 // module uses the other while it is being evaluated.
 import {
@@ -65,66 +77,69 @@ export interface WebSocketListenOptions {
   key?: string;
 }
 
-/** The socket may hold this much unsent before writes wait (4 MiB). */
-export const HIGH_WATER_BYTES = 4 * 1024 * 1024;
-/** Received messages are handed over in chunks of about this size. */
-const BATCH_CHARS = 256 * 1024;
-/** A message this long may be over 1 MiB once UTF-8 encoded: check alone. */
-const SURE_FIT_CHARS = Math.floor(MAX_LINE_BYTES / 3);
+/** Writes are batched up to this size, as on TCP. */
+const BATCH_BYTES = 256 * 1024;
 const DIAL_TIMEOUT_MS = 30_000;
+/** How long an accepted connection may take to send its upgrade request. */
+const UPGRADE_TIMEOUT_MS = 10_000;
+/** How long a polite close frame may take before the socket just closes. */
+const CLOSE_MS = 1_000;
 const NEWLINE = 0x0a;
-
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
-
-type Inbound = string | { code: "bad_frame" | "too_large"; detail: string };
+const NORMAL_CLOSE = new Uint8Array([0x03, 0xe8]); // 1000
 
 interface Pending {
   bytes: Uint8Array;
+  /** Already a frame (pong, close), not lines to frame. */
+  raw: boolean;
   resolve(): void;
   reject(error: Error): void;
 }
 
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
+function addrText(a: Deno.Addr): string {
+  if (a.transport === "tcp") {
+    return formatAddress({ kind: "tcp", host: a.hostname, port: a.port });
+  }
+  return String(a.transport);
 }
 
-/** A {@link Transport} over one WebSocket (client or server side). */
+/** A {@link Transport} over one WebSocket on a Deno socket (either side). */
 export class WebSocketTransport implements Transport {
   readonly localAddr: string;
   readonly remoteAddr: string;
-  #ws: WebSocket;
-  #open: Promise<boolean>;
-  #handlers: TransportHandlers | undefined;
-  #inbound: Inbound[] = [];
-  #delivering = false;
-  #stopReading = false;
-  /** Set once the socket closed under us: onEnd follows the queued input. */
-  #ended: { error?: Error } | undefined;
-  #endCalled = false;
+  #conn: Deno.Conn;
+  #masked: boolean;
+  #decoder: FrameDecoder;
+  #leftover: Uint8Array;
   #queue: Pending[] = [];
   #partial: Uint8Array[] = [];
   #partialBytes = 0;
   #writing = false;
   #closed = false;
+  #started = false;
+  #closeSent = false;
   #idle: Array<() => void> = [];
 
   /**
-   * Wraps `ws` (open, or still connecting on the server side); messages
-   * that arrive before {@link start} are kept.
+   * Wraps `conn` after the opening handshake; `leftover` holds bytes that
+   * came after the HTTP head. A client masks what it sends (RFC 6455 5.3).
    */
-  constructor(ws: WebSocket, localAddr: string, remoteAddr: string) {
-    this.#ws = ws;
-    this.localAddr = localAddr;
-    this.remoteAddr = remoteAddr;
-    this.#open = ws.readyState === WebSocket.OPEN
-      ? Promise.resolve(true)
-      : new Promise((resolve) => {
-        ws.addEventListener("open", () => resolve(true), { once: true });
-        ws.addEventListener("close", () => resolve(false), { once: true });
-      });
-    ws.addEventListener("message", (e) => this.#onMessage(e));
-    ws.addEventListener("close", (e) => this.#onClose(e));
+  constructor(
+    conn: Deno.Conn,
+    side: "client" | "server",
+    addrs: { local: string; remote: string },
+    leftover: Uint8Array = new Uint8Array(0),
+  ) {
+    this.#conn = conn;
+    this.#masked = side === "client";
+    this.#decoder = new FrameDecoder(side);
+    this.#leftover = leftover;
+    this.localAddr = addrs.local;
+    this.remoteAddr = addrs.remote;
+    if (conn.remoteAddr.transport === "tcp") {
+      try {
+        (conn as Deno.TcpConn).setNoDelay?.(true);
+      } catch { /* TLS conns or not fatal */ }
+    }
   }
 
   get closed(): boolean {
@@ -132,125 +147,100 @@ export class WebSocketTransport implements Transport {
   }
 
   start(handlers: TransportHandlers): void {
-    if (this.#handlers) throw new Error("transport already started");
-    this.#handlers = handlers;
-    void this.#pump();
+    if (this.#started) throw new Error("transport already started");
+    this.#started = true;
+    void this.#readLoop(handlers);
   }
 
-  #onMessage(e: MessageEvent): void {
-    if (this.#closed || this.#stopReading) return;
-    const data: unknown = e.data;
-    if (typeof data !== "string") {
-      this.#inbound.push({
-        code: "bad_frame",
-        detail: "binary WebSocket message (AWP lines are text messages)",
-      });
-      this.#stopReading = true;
-    } else if (data.length > MAX_LINE_BYTES) {
-      this.#inbound.push({
-        code: "too_large",
-        detail: `line of at least ${data.length} bytes exceeds 1 MiB`,
-      });
-      this.#stopReading = true;
-    } else if (data.includes("\n")) {
-      this.#inbound.push({
-        code: "bad_frame",
-        detail: "a newline inside a WebSocket message (one line per message)",
-      });
-      this.#stopReading = true;
-    } else this.#inbound.push(data);
-    void this.#pump();
-  }
-
-  #onClose(e: CloseEvent): void {
-    if (this.#closed) return;
-    // 1000 (normal), 1001 (going away) and 1005 (no code) are a clean end.
-    const clean = e.code === 1000 || e.code === 1001 || e.code === 1005;
-    this.#ended = clean ? {} : {
-      error: new Error(
-        `WebSocket closed (${e.code}${e.reason ? ` ${e.reason}` : ""})`,
-      ),
-    };
-    this.#failWrites(new Error("transport closed"));
-    void this.#pump();
-  }
-
-  /** Hands queued input to the owner, one batch at a time. */
-  async #pump(): Promise<void> {
-    const handlers = this.#handlers;
-    if (!handlers || this.#delivering) return;
-    this.#delivering = true;
+  async #readLoop(handlers: TransportHandlers): Promise<void> {
+    let error: Error | undefined;
     try {
-      while (this.#inbound.length > 0 && !this.#closed) {
-        const head = this.#inbound[0];
-        if (typeof head !== "string") {
-          this.#inbound = [];
-          if (handlers.onFrameError) {
-            await handlers.onFrameError(head.code, head.detail);
-          } else {
-            this.#ended = { error: new Error(head.detail) };
-            this.#shut();
-          }
-          break;
-        }
-        const lines = this.#takeBatch();
-        const chunk = encoder.encode(lines.join("\n") + "\n");
-        if (lines.length === 1 && chunk.length - 1 > MAX_LINE_BYTES) {
-          this.#inbound = [{
-            code: "too_large",
-            detail: `line of at least ${chunk.length - 1} bytes exceeds 1 MiB`,
-          }];
-          this.#stopReading = true;
-          continue;
-        }
-        await handlers.onData(chunk);
+      let go = true;
+      if (this.#leftover.length > 0) {
+        go = await this.#handle(handlers, this.#decoder.push(this.#leftover));
       }
-    } catch (error) {
-      this.#ended ??= {
-        error: error instanceof Error ? error : new Error(String(error)),
-      };
-      this.#shut();
-    } finally {
-      this.#delivering = false;
+      while (go && !this.#closed) {
+        const n = await this.#conn.read(this.#decoder.space());
+        if (n === null) break;
+        go = await this.#handle(handlers, this.#decoder.wrote(n));
+      }
+    } catch (e) {
+      if (!this.#closed) {
+        error = e instanceof Error ? e : new Error(String(e));
+      }
     }
-    if (this.#ended && (this.#inbound.length === 0 || this.#closed)) {
-      this.#end();
-    }
-  }
-
-  /** Consecutive text messages up to BATCH_CHARS; a long one goes alone. */
-  #takeBatch(): string[] {
-    const lines: string[] = [];
-    let chars = 0;
-    let n = 0;
-    while (n < this.#inbound.length) {
-      const next = this.#inbound[n];
-      if (typeof next !== "string") break;
-      const long = next.length > SURE_FIT_CHARS;
-      if (n > 0 && (long || chars + next.length > BATCH_CHARS)) break;
-      lines.push(next);
-      chars += next.length;
-      n++;
-      if (long) break;
-    }
-    this.#inbound.splice(0, n);
-    return lines;
-  }
-
-  #end(): void {
-    if (this.#endCalled || !this.#handlers) return;
-    this.#endCalled = true;
+    if (error?.message.startsWith("WebSocket")) this.#fail(error);
     try {
-      this.#handlers.onEnd(this.#ended?.error);
-    } catch { /* the owner's problem */ }
+      handlers.onEnd(error);
+    } catch { /* the owner's problem; never crash the loop */ }
+  }
+
+  /** Hands the lines of one read over as one chunk; false: stop reading. */
+  async #handle(
+    handlers: TransportHandlers,
+    events: FrameEvent[],
+  ): Promise<boolean> {
+    const lines: Uint8Array[] = [];
+    const deliver = async () => {
+      if (lines.length === 0) return;
+      const chunk = joinLines(lines);
+      lines.length = 0;
+      await handlers.onData(chunk);
+    };
+    for (const ev of events) {
+      if (ev.kind === "text") lines.push(ev.bytes);
+      else if (ev.kind === "ping") {
+        void this.#sendRaw(encodeFrame(OP.pong, ev.payload, this.#masked));
+      } else if (ev.kind === "fault") {
+        await deliver();
+        if (handlers.onFrameError) {
+          // The owner errs and closes; reading on would only discard.
+          await handlers.onFrameError(ev.code, ev.detail);
+        } else throw new Error(`WebSocket: ${ev.detail}`);
+      } else if (ev.kind === "protocol") {
+        await deliver();
+        await this.#closeWith(ev.status);
+        throw new Error(`WebSocket protocol error: ${ev.detail}`);
+      } else if (ev.kind === "close") {
+        await deliver();
+        await this.#closeWith(1000);
+        return false;
+      }
+    }
+    await deliver();
+    return true;
+  }
+
+  /** Answers or sends a close frame, waits briefly for it, closes the socket. */
+  async #closeWith(status: number): Promise<void> {
+    if (!this.#closeSent) {
+      this.#closeSent = true;
+      const payload = new Uint8Array([status >> 8, status & 255]);
+      const sent = this.#sendRaw(encodeFrame(OP.close, payload, this.#masked));
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        sent.catch(() => {}),
+        new Promise<void>((r) => timer = setTimeout(r, CLOSE_MS)),
+      ]);
+      clearTimeout(timer);
+    }
+    this.#fail(new Error("transport closed"));
+  }
+
+  #sendRaw(frame: Uint8Array): Promise<void> {
+    if (this.#closed) return Promise.reject(new Error("transport closed"));
+    return new Promise<void>((resolve, reject) => {
+      this.#queue.push({ bytes: frame, raw: true, resolve, reject });
+      if (!this.#writing) void this.#writeLoop();
+    });
   }
 
   write(frame: Uint8Array): Promise<void> {
-    if (this.#closed || this.#ended) {
+    if (this.#closed || this.#closeSent) {
       return Promise.reject(new Error("transport closed"));
     }
     return new Promise<void>((resolve, reject) => {
-      this.#queue.push({ bytes: frame, resolve, reject });
+      this.#queue.push({ bytes: frame, raw: false, resolve, reject });
       if (!this.#writing) void this.#writeLoop();
     });
   }
@@ -258,23 +248,34 @@ export class WebSocketTransport implements Transport {
   async #writeLoop(): Promise<void> {
     this.#writing = true;
     try {
-      if (!await this.#open) {
-        this.#failWrites(new Error("WebSocket closed before it opened"));
-        return;
-      }
       while (this.#queue.length > 0 && !this.#closed) {
-        const pending = this.#queue[0];
-        const ok = await this.#sendLines(pending.bytes);
-        if (!ok) return;
-        this.#queue.shift();
-        pending.resolve();
+        // Frame what is queued, up to BATCH_BYTES (at least one item).
+        const parts: Uint8Array[] = [];
+        let size = 0;
+        let count = 0;
+        while (
+          count < this.#queue.length && (count === 0 || size < BATCH_BYTES)
+        ) {
+          const p = this.#queue[count];
+          const framed = p.raw ? p.bytes : this.#frameLines(p.bytes);
+          parts.push(framed);
+          size += framed.length;
+          count++;
+        }
+        const bytes = parts.length === 1 ? parts[0] : joinBytes(parts, size);
+        let at = 0;
+        while (at < bytes.length) {
+          at += await this.#conn.write(bytes.subarray(at));
+        }
+        const done = this.#queue.splice(0, count);
+        for (const p of done) p.resolve();
       }
     } catch (e) {
-      const error = new Error(
-        `write failed: ${e instanceof Error ? e.message : String(e)}`,
-      );
-      this.#failWrites(error);
-      this.#shut();
+      if (!this.#closed) {
+        this.#fail(
+          new Error(`write failed: ${e instanceof Error ? e.message : e}`),
+        );
+      }
     } finally {
       this.#writing = false;
       if (this.#queue.length === 0) {
@@ -283,21 +284,23 @@ export class WebSocketTransport implements Transport {
     }
   }
 
-  /** Sends each complete line of `bytes` as one text message. */
-  async #sendLines(bytes: Uint8Array): Promise<boolean> {
+  /** Each complete line of `bytes` as one text frame; a tail waits. */
+  #frameLines(bytes: Uint8Array): Uint8Array {
+    const lines: Uint8Array[] = [];
     let start = 0;
     for (;;) {
       const nl = bytes.indexOf(NEWLINE, start);
       if (nl < 0) break;
-      while (this.#ws.bufferedAmount >= HIGH_WATER_BYTES) {
-        await sleep(1);
-        if (this.#closed || this.#ended) return false;
+      let line = bytes.subarray(start, nl);
+      if (this.#partial.length > 0) {
+        line = joinBytes(
+          [...this.#partial, line],
+          this.#partialBytes + line.length,
+        );
+        this.#partial = [];
+        this.#partialBytes = 0;
       }
-      if (this.#closed || this.#ended) return false;
-      const line = this.#partial.length === 0
-        ? bytes.subarray(start, nl)
-        : this.#joinPartial(bytes.subarray(start, nl));
-      this.#ws.send(decoder.decode(line));
+      lines.push(line);
       start = nl + 1;
     }
     if (start < bytes.length) {
@@ -308,19 +311,15 @@ export class WebSocketTransport implements Transport {
       }
       this.#partial.push(bytes.slice(start));
     }
-    return true;
-  }
-
-  #joinPartial(last: Uint8Array): Uint8Array {
-    const out = new Uint8Array(this.#partialBytes + last.length);
-    let at = 0;
-    for (const piece of this.#partial) {
-      out.set(piece, at);
-      at += piece.length;
+    let size = 0;
+    for (const l of lines) {
+      size += headerSize(l.length, this.#masked) + l.length;
     }
-    out.set(last, at);
-    this.#partial = [];
-    this.#partialBytes = 0;
+    const out = new Uint8Array(size);
+    let at = 0;
+    for (const l of lines) {
+      at = writeFrame(out, at, OP.text, l, this.#masked);
+    }
     return out;
   }
 
@@ -329,160 +328,79 @@ export class WebSocketTransport implements Transport {
     return new Promise((resolve) => this.#idle.push(resolve));
   }
 
-  #failWrites(error: Error): void {
+  #fail(error: Error): void {
+    if (this.#closed) return;
+    this.#closed = true;
     for (const p of this.#queue.splice(0)) p.reject(error);
     for (const wake of this.#idle.splice(0)) wake();
-  }
-
-  /** Closes the socket; what was sent before still goes out first. */
-  #shut(): void {
     try {
-      this.#ws.close(1000);
-    } catch { /* already closing */ }
+      this.#conn.close();
+    } catch { /* already closed */ }
   }
 
   close(): void {
     if (this.#closed) return;
+    if (this.#closeSent || this.#writing) {
+      // A frame is half written, or close already said: just close.
+      this.#fail(new Error("transport closed"));
+      return;
+    }
+    // A polite close frame, best effort and bounded, then the socket.
+    this.#closeSent = true;
+    const frame = encodeFrame(OP.close, NORMAL_CLOSE, this.#masked);
     this.#closed = true;
-    this.#inbound = [];
-    this.#failWrites(new Error("transport closed"));
-    this.#shut();
-    this.#ended ??= {};
-    if (!this.#delivering) queueMicrotask(() => this.#end());
-    else void Promise.resolve().then(() => this.#end());
+    for (const wake of this.#idle.splice(0)) wake();
+    const conn = this.#conn;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    void Promise.race([
+      conn.write(frame).catch(() => 0),
+      new Promise((r) => timer = setTimeout(r, CLOSE_MS)),
+    ]).finally(() => {
+      clearTimeout(timer);
+      try {
+        conn.close();
+      } catch { /* already closed */ }
+    });
   }
+}
+
+function joinBytes(parts: Uint8Array[], size: number): Uint8Array {
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+/** Lines as the byte stream TCP would carry: each followed by "\n". */
+function joinLines(lines: Uint8Array[]): Uint8Array {
+  let size = lines.length;
+  for (const l of lines) size += l.length;
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const l of lines) {
+    out.set(l, at);
+    at += l.length;
+    out[at++] = NEWLINE;
+  }
+  return out;
 }
 
 function isIpLiteral(host: string): boolean {
   return host.includes(":") || /^[0-9.]+$/.test(host);
 }
 
-/** The URL the WebSocket client dials (port always spelled out). */
-function urlOf(a: WebSocketAddress): string {
-  const host = a.host.includes(":") ? `[${a.host}]` : a.host;
-  return `${a.secure ? "wss" : "ws"}://${host}:${a.port}${a.path}`;
-}
-
-/**
- * Dials a `ws://` or `wss://` address with the standard WebSocket client.
- * Plain `ws:` to a public address is refused unless `allowPublic` (a host
- * name is checked against the address a TCP connect reaches). An HTTP
- * answer other than 101 is a TransportError with `waking` set.
- */
-export async function dialWebSocket(
-  address: string,
-  a: WebSocketAddress,
-  options: WebSocketDialOptions,
-): Promise<WebSocketTransport> {
-  const refusal =
-    "plaintext ws: to a public address refused (use wss:, or set allowPublic or AWP_ALLOW_PLAINTEXT=1)";
-  if (!a.secure && !options.allowPublic && !isPrivateHost(a.host)) {
-    if (isIpLiteral(a.host)) throw new TransportError(address, "dial", refusal);
-    let probe: Deno.TcpConn;
-    try {
-      probe = await Deno.connect({
-        hostname: a.host,
-        port: a.port,
-        signal: options.signal,
-      });
-    } catch (e) {
-      throw new TransportError(address, "dial", reasonText(e));
-    }
-    const remote = probe.remoteAddr.hostname;
-    probe.close();
-    if (!isPrivateHost(remote)) {
-      throw new TransportError(address, "dial", refusal);
-    }
-  }
-  if (options.signal?.aborted) {
-    throw new TransportError(address, "dial", "aborted");
-  }
-  const client = options.caCerts?.length
-    ? Deno.createHttpClient({ caCerts: options.caCerts })
-    : undefined;
-  let ws: WebSocket;
-  try {
-    ws = new WebSocket(urlOf(a), client ? { client } : undefined);
-  } catch (e) {
-    client?.close();
-    throw new TransportError(address, "dial", reasonText(e));
-  }
-  // Once open, the client goes with the socket; a failed dial closes it below.
-  let opened = false;
-  if (client) {
-    ws.addEventListener("close", () => {
-      if (opened) client.close();
-    }, { once: true });
-  }
-  const failure = await new Promise<
-    { reason: string; waking?: boolean } | undefined
-  >((resolve) => {
-    const timer = setTimeout(
-      () => resolve({ reason: "timed out" }),
-      options.timeoutMs ?? DIAL_TIMEOUT_MS,
-    );
-    const abort = () => resolve({ reason: "aborted" });
-    options.signal?.addEventListener("abort", abort, { once: true });
-    const settle = (
-      value: { reason: string; waking?: boolean } | undefined,
-    ) => {
-      clearTimeout(timer);
-      options.signal?.removeEventListener("abort", abort);
-      resolve(value);
-    };
-    ws.addEventListener("open", () => {
-      opened = true;
-      settle(undefined);
-    }, { once: true });
-    ws.addEventListener("error", (e) => settle(dialFailure(e)), {
-      once: true,
-    });
-    ws.addEventListener("close", () => settle({ reason: "closed" }), {
-      once: true,
-    });
-  });
-  if (failure) {
-    try {
-      ws.close();
-    } catch { /* not open */ }
-    const known = failure.waking ||
-      /^(connection refused|aborted|timed out|TLS)/.test(failure.reason);
-    const status = known ? undefined : await httpStatus(a, client);
-    client?.close();
-    if (status !== undefined) {
-      throw new TransportError(address, "dial", httpReason(status), {
-        waking: true,
-      });
-    }
-    throw new TransportError(address, "dial", failure.reason, {
-      waking: failure.waking,
-    });
-  }
-  return new WebSocketTransport(ws, "ws:client", formatAddress(a));
-}
-
-/**
- * The HTTP status the address answers a plain GET with, or undefined when
- * nothing answers. Over TLS Deno's client takes HTTP/2 when offered, and a
- * refused HTTP/2 upgrade is only "stream error" in the error event: this
- * one extra request, made only after a failed dial, tells a sleeping host's
- * front (502/503/504) or a refused upgrade from a dead address.
- */
-async function httpStatus(
-  a: WebSocketAddress,
-  client: Deno.HttpClient | undefined,
-): Promise<number | undefined> {
-  const url = urlOf(a).replace(/^ws/, "http");
-  try {
-    const response = await fetch(url, {
-      ...(client ? { client } : {}),
-      signal: AbortSignal.timeout(10_000),
-    });
-    await response.body?.cancel();
-    return response.status;
-  } catch {
-    return undefined;
-  }
+function reasonText(e: unknown): string {
+  if (e instanceof Deno.errors.ConnectionRefused) return "connection refused";
+  if (e instanceof Deno.errors.AddrInUse) return "address already in use";
+  if (e instanceof Deno.errors.AddrNotAvailable) return "address not available";
+  if (e instanceof Deno.errors.PermissionDenied) return "permission denied";
+  if (e instanceof Deno.errors.TimedOut) return "timed out";
+  const message = e instanceof Error ? e.message : String(e);
+  const line = message.split("\n")[0].trim() || "failed";
+  return /certificate|tls|handshake/i.test(line) ? `TLS: ${line}` : line;
 }
 
 function httpReason(code: number): string {
@@ -492,134 +410,305 @@ function httpReason(code: number): string {
   return `HTTP ${code} (${why})`;
 }
 
-/** Reads Deno's error event: "... failed to connect to WebSocket: Invalid status code: 503". */
-function dialFailure(e: Event): { reason: string; waking?: boolean } {
-  const message = e instanceof ErrorEvent ? e.message : "";
-  const status = /status code:?\s*(\d{3})/i.exec(message);
-  if (status) return { reason: httpReason(Number(status[1])), waking: true };
-  if (/tcp connect error|connection refused/i.test(message)) {
-    return { reason: "connection refused" };
+/** Reads an HTTP head from `conn`; the bytes after it are `rest`. */
+async function readHead(
+  conn: Deno.Conn,
+): Promise<{ start: string; headers: Map<string, string>; rest: Uint8Array }> {
+  const buf = new Uint8Array(MAX_HEAD_BYTES);
+  let len = 0;
+  for (;;) {
+    if (len === buf.length) throw new Error("HTTP head too large");
+    const n = await conn.read(buf.subarray(len));
+    if (n === null) throw new Error("closed during the WebSocket handshake");
+    len += n;
+    const parsed = parseHttpHead(buf.subarray(0, len));
+    if (parsed) {
+      return { ...parsed.head, rest: buf.slice(parsed.rest, len) };
+    }
   }
-  if (/certificate|tls|handshake/i.test(message)) {
-    return { reason: `TLS: ${lastPart(message)}` };
-  }
-  return { reason: lastPart(message) || "failed" };
 }
 
-function lastPart(message: string): string {
-  const line = message.split("\n")[0];
-  return line.replace(/^.*failed to connect to WebSocket:\s*/i, "").trim();
-}
-
-function reasonText(e: unknown): string {
-  if (e instanceof Deno.errors.ConnectionRefused) return "connection refused";
-  const message = e instanceof Error ? e.message : String(e);
-  return message.split("\n")[0].trim() || "failed";
+/** Runs `task`, closing `conn` (which fails the task) after `ms`. */
+async function bounded<T>(
+  conn: Deno.Conn,
+  ms: number,
+  signal: AbortSignal | undefined,
+  task: () => Promise<T>,
+): Promise<{ value?: T; error?: unknown; why?: "timed out" | "aborted" }> {
+  let why: "timed out" | "aborted" | undefined;
+  const stop = (reason: "timed out" | "aborted") => {
+    why ??= reason;
+    try {
+      conn.close();
+    } catch { /* closed */ }
+  };
+  const timer = setTimeout(() => stop("timed out"), ms);
+  const abort = () => stop("aborted");
+  signal?.addEventListener("abort", abort, { once: true });
+  try {
+    return { value: await task() };
+  } catch (error) {
+    return { error, why };
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener("abort", abort);
+  }
 }
 
 /**
- * Serves AWP over WebSocket at `a` with `Deno.serve`: upgrades requests for
- * the address's path (any query), answers 404 elsewhere and 426 to plain
- * HTTP. wss needs `cert` and `key`. Plain ws on a public address, or from a
- * public client on a wildcard bind, needs `allowPublic`. Closing stops new
- * upgrades at once; the HTTP server itself stops when its last WebSocket
- * has closed (Deno's shutdown would close them all).
+ * Dials a `ws://` or `wss://` address: TCP (or TLS, verified against the
+ * system store plus `caCerts`), then the HTTP/1.1 upgrade. Plain `ws:` to
+ * a public address is refused unless `allowPublic` (a host name is checked
+ * against the address it reached). An HTTP answer other than 101 is a
+ * TransportError with `waking` set.
  */
-export function listenWebSocket(
+export async function dialWebSocket(
+  address: string,
+  a: WebSocketAddress,
+  options: WebSocketDialOptions,
+): Promise<Transport> {
+  const refusal =
+    "plaintext ws: to a public address refused (use wss:, or set allowPublic or AWP_ALLOW_PLAINTEXT=1)";
+  const fail = (reason: string, waking = false) =>
+    new TransportError(address, "dial", reason, { waking });
+  if (
+    !a.secure && !options.allowPublic && isIpLiteral(a.host) &&
+    !isPrivateHost(a.host)
+  ) {
+    throw fail(refusal);
+  }
+  if (options.signal?.aborted) throw fail("aborted");
+  let conn: Deno.Conn;
+  try {
+    conn = a.secure
+      ? await Deno.connectTls({
+        hostname: a.host,
+        port: a.port,
+        ...(options.caCerts?.length ? { caCerts: options.caCerts } : {}),
+        alpnProtocols: ["http/1.1"],
+      })
+      : await Deno.connect({
+        hostname: a.host,
+        port: a.port,
+        signal: options.signal,
+      });
+  } catch (e) {
+    throw fail(options.signal?.aborted ? "aborted" : reasonText(e));
+  }
+  if (
+    !a.secure && !options.allowPublic && conn.remoteAddr.transport === "tcp" &&
+    !isPrivateHost(conn.remoteAddr.hostname)
+  ) {
+    conn.close();
+    throw fail(refusal);
+  }
+  const key = btoa(
+    String.fromCharCode(...crypto.getRandomValues(new Uint8Array(16))),
+  );
+  const host = a.host.includes(":") ? `[${a.host}]` : a.host;
+  const fallback = a.secure ? 443 : 80;
+  const request = `GET ${a.path} HTTP/1.1\r\n` +
+    `Host: ${host}${a.port === fallback ? "" : `:${a.port}`}\r\n` +
+    "Upgrade: websocket\r\nConnection: Upgrade\r\n" +
+    `Sec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n` +
+    "User-Agent: awp-peer\r\n\r\n";
+  const result = await bounded(
+    conn,
+    options.timeoutMs ?? DIAL_TIMEOUT_MS,
+    options.signal,
+    async () => {
+      const bytes = new TextEncoder().encode(request);
+      let at = 0;
+      while (at < bytes.length) at += await conn.write(bytes.subarray(at));
+      return await readHead(conn);
+    },
+  );
+  if (!result.value) {
+    try {
+      conn.close();
+    } catch { /* closed */ }
+    throw fail(result.why ?? reasonText(result.error));
+  }
+  const head = result.value;
+  const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(head.start)?.[1] ?? NaN);
+  const reject = (reason: string, waking = false) => {
+    try {
+      conn.close();
+    } catch { /* closed */ }
+    return fail(reason, waking);
+  };
+  if (Number.isNaN(status)) throw reject("not an HTTP answer");
+  if (status !== 101) throw reject(httpReason(status), true);
+  if (
+    !hasToken(head.headers.get("upgrade"), "websocket") ||
+    head.headers.get("sec-websocket-accept") !== await acceptKey(key)
+  ) {
+    throw reject("bad WebSocket handshake answer");
+  }
+  return new WebSocketTransport(
+    conn,
+    "client",
+    { local: addrText(conn.localAddr), remote: formatAddress(a) },
+    head.rest,
+  );
+}
+
+/**
+ * Serves AWP over WebSocket at `a`: upgrades GET requests for the address's
+ * path (any query); answers 404 elsewhere and 426 to plain HTTP. wss needs
+ * `cert` and `key`. Plain ws on a public address, or from a public client
+ * on a wildcard bind, needs `allowPublic`. Closing stops accepting; open
+ * connections stay, as with TCP.
+ */
+export async function listenWebSocket(
   address: string,
   a: WebSocketAddress,
   onTransport: (t: Transport) => void,
   options: WebSocketListenOptions,
-): Listener {
+): Promise<Listener> {
+  const fail = (reason: string) =>
+    new TransportError(address, "listen", reason);
   if (a.secure && !(options.cert && options.key)) {
-    throw new TransportError(
-      address,
-      "listen",
-      "wss: needs a TLS certificate and key (--cert FILE --key FILE)",
-    );
+    throw fail("wss: needs a TLS certificate and key (--cert FILE --key FILE)");
   }
   const wildcard = a.host === "0.0.0.0" || a.host === "::";
   if (
     !a.secure && !options.allowPublic && !wildcard && !isPrivateHost(a.host)
   ) {
-    throw new TransportError(
-      address,
-      "listen",
+    throw fail(
       "plaintext ws: on a public address refused (use wss:, or set allowPublic or AWP_ALLOW_PLAINTEXT=1)",
     );
   }
-  const path = a.path.split("?")[0];
-  let closing = false;
-  let live = 0;
-  let server: Deno.HttpServer<Deno.NetAddr>;
-  const stopIfIdle = () => {
-    if (closing && live === 0) void server.shutdown().catch(() => {});
-  };
-  const handler = (
-    request: Request,
-    info: Deno.ServeHandlerInfo<Deno.NetAddr>,
-  ): Response => {
-    if (closing) return new Response("listener closed\n", { status: 503 });
-    if (new URL(request.url).pathname !== path) {
-      return new Response("not an AWP endpoint\n", { status: 404 });
-    }
-    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
-      return new Response(
-        "AWP over WebSocket: connect with a WebSocket client\n",
-        { status: 426, headers: { upgrade: "websocket" } },
-      );
-    }
-    // Read before the upgrade: the request is gone after it.
-    const remote = info.remoteAddr;
-    if (!a.secure && !options.allowPublic && !isPrivateHost(remote.hostname)) {
-      return new Response("plaintext from a public address refused\n", {
-        status: 403,
-      });
-    }
-    const { socket, response } = Deno.upgradeWebSocket(request);
-    live++;
-    socket.addEventListener("close", () => {
-      live--;
-      stopIfIdle();
-    }, { once: true });
-    const remoteText = formatAddress({
-      kind: "tcp",
-      host: remote.hostname,
-      port: remote.port,
-    });
-    try {
-      onTransport(new WebSocketTransport(socket, addr, remoteText));
-    } catch { /* a throwing owner must not stop serving */ }
-    return response;
-  };
+  let inner: Deno.Listener;
   try {
-    server = Deno.serve({
-      hostname: a.host,
-      port: a.port,
-      ...(a.secure ? { cert: options.cert!, key: options.key! } : {}),
-      onListen() {},
-      onError: () => new Response("internal error\n", { status: 500 }),
-    }, handler);
+    inner = a.secure
+      ? Deno.listenTls({
+        hostname: a.host,
+        port: a.port,
+        cert: options.cert!,
+        key: options.key!,
+        alpnProtocols: ["http/1.1"],
+      })
+      : Deno.listen({ hostname: a.host, port: a.port });
   } catch (e) {
-    throw new TransportError(address, "listen", listenReason(e));
+    throw fail(reasonText(e));
   }
-  const addr = formatAddress({ ...a, port: server.addr.port });
-  const done = Promise.withResolvers<void>();
+  const addr = formatAddress({
+    ...a,
+    port: (inner.addr as Deno.NetAddr).port,
+  } as Address);
+  const path = a.path.split("?")[0];
+  let closed = false;
+  const done = (async () => {
+    try {
+      for await (const conn of inner) {
+        const remote = conn.remoteAddr as Deno.NetAddr;
+        if (
+          !a.secure && !options.allowPublic && !isPrivateHost(remote.hostname)
+        ) {
+          conn.close();
+          continue;
+        }
+        void upgrade(conn, path, addr, onTransport);
+      }
+    } catch {
+      // accept fails once the listener is closed
+    }
+  })();
   return {
     addr,
-    done: done.promise,
+    done,
     close(): void {
-      if (closing) return;
-      closing = true;
-      stopIfIdle();
-      done.resolve();
+      if (closed) return;
+      closed = true;
+      try {
+        inner.close();
+      } catch { /* already closed */ }
     },
   };
 }
 
-function listenReason(e: unknown): string {
-  if (e instanceof Deno.errors.AddrInUse) return "address already in use";
-  if (e instanceof Deno.errors.AddrNotAvailable) return "address not available";
-  if (e instanceof Deno.errors.PermissionDenied) return "permission denied";
-  return reasonText(e);
+/** The server side of the opening handshake on one accepted socket. */
+async function upgrade(
+  conn: Deno.Conn,
+  path: string,
+  addr: string,
+  onTransport: (t: Transport) => void,
+): Promise<void> {
+  const result = await bounded(
+    conn,
+    UPGRADE_TIMEOUT_MS,
+    undefined,
+    () => readHead(conn),
+  );
+  const head = result.value;
+  if (!head) {
+    try {
+      conn.close();
+    } catch { /* closed */ }
+    return;
+  }
+  const answer = async (status: string, text: string, extra = "") => {
+    const body = `${text}\n`;
+    const bytes = new TextEncoder().encode(
+      `HTTP/1.1 ${status}\r\nContent-Type: text/plain\r\n` +
+        `Content-Length: ${body.length}\r\nConnection: close\r\n${extra}\r\n${body}`,
+    );
+    try {
+      let at = 0;
+      while (at < bytes.length) at += await conn.write(bytes.subarray(at));
+    } catch { /* gone */ }
+    try {
+      conn.close();
+    } catch { /* closed */ }
+  };
+  const [method, target] = head.start.split(" ");
+  const h = head.headers;
+  if (method !== "GET") return answer("405 Method Not Allowed", "GET only");
+  if ((target ?? "").split("?")[0] !== path) {
+    return answer("404 Not Found", "not an AWP endpoint");
+  }
+  if (!hasToken(h.get("upgrade"), "websocket")) {
+    return answer(
+      "426 Upgrade Required",
+      "AWP over WebSocket: connect with a WebSocket client",
+      "Upgrade: websocket\r\n",
+    );
+  }
+  if (h.get("sec-websocket-version") !== "13") {
+    return answer(
+      "426 Upgrade Required",
+      "WebSocket version 13 only",
+      "Sec-WebSocket-Version: 13\r\n",
+    );
+  }
+  const key = h.get("sec-websocket-key");
+  if (!hasToken(h.get("connection"), "upgrade") || !key) {
+    return answer("400 Bad Request", "not a WebSocket upgrade");
+  }
+  const bytes = new TextEncoder().encode(
+    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n" +
+      `Connection: Upgrade\r\nSec-WebSocket-Accept: ${await acceptKey(
+        key,
+      )}\r\n\r\n`,
+  );
+  try {
+    let at = 0;
+    while (at < bytes.length) at += await conn.write(bytes.subarray(at));
+  } catch {
+    try {
+      conn.close();
+    } catch { /* closed */ }
+    return;
+  }
+  try {
+    onTransport(
+      new WebSocketTransport(
+        conn,
+        "server",
+        { local: addr, remote: addrText(conn.remoteAddr) },
+        head.rest,
+      ),
+    );
+  } catch { /* a throwing owner must not stop serving */ }
 }
