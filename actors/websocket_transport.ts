@@ -560,12 +560,12 @@ export async function dialWebSocket(
  * on a wildcard bind, needs `allowPublic`. Closing stops accepting; open
  * connections stay, as with TCP.
  */
-export async function listenWebSocket(
+export function listenWebSocket(
   address: string,
   a: WebSocketAddress,
   onTransport: (t: Transport) => void,
   options: WebSocketListenOptions,
-): Promise<Listener> {
+): Listener {
   const fail = (reason: string) =>
     new TransportError(address, "listen", reason);
   if (a.secure && !(options.cert && options.key)) {

@@ -213,3 +213,40 @@ Deno.test("writes wait for the kernel: a fast sender to a reader that stopped re
     server.close();
   }
 });
+
+Deno.test("our client talks to a standard WebSocket server (Deno.upgradeWebSocket): lines both ways", async () => {
+  const got: string[] = [];
+  const server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    (request) => {
+      const { socket, response } = Deno.upgradeWebSocket(request);
+      socket.onmessage = (e) => {
+        got.push(String(e.data));
+        socket.send(`{"echo":${JSON.stringify(String(e.data).length)}}`);
+      };
+      return response;
+    },
+  );
+  const t = await dial(`ws://127.0.0.1:${server.addr.port}/any`);
+  const chunks: string[] = [];
+  t.start({
+    onData: (c) => void chunks.push(new TextDecoder().decode(c)),
+    onEnd() {},
+  });
+  try {
+    const long = `{"t":"x","pad":"${"p".repeat(200_000)}"}`;
+    // Two lines in one write, and one line split over two writes.
+    await t.write(new TextEncoder().encode('{"a":1}\n{"b":2}\n'));
+    await t.write(new TextEncoder().encode(long.slice(0, 1000)));
+    await t.write(new TextEncoder().encode(long.slice(1000) + "\n"));
+    await until(() => chunks.join("").split("\n").length > 3, "three echoes");
+    assert.deepEqual(got, ['{"a":1}', '{"b":2}', long]);
+    assert.equal(
+      chunks.join(""),
+      `{"echo":7}\n{"echo":7}\n{"echo":${long.length}}\n`,
+    );
+  } finally {
+    t.close();
+    await server.shutdown();
+  }
+});
