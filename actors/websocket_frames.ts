@@ -314,7 +314,16 @@ export class FrameDecoder {
   }
 }
 
-function concat(pieces: Uint8Array[]): Uint8Array {
+/**
+ * The pieces joined into one array.
+ *
+ * @example
+ * ```ts
+ * import { concat } from "./websocket_frames.ts";
+ * console.assert(concat([new Uint8Array([1]), new Uint8Array([2, 3])]).length === 3);
+ * ```
+ */
+export function concat(pieces: Uint8Array[]): Uint8Array {
   let size = 0;
   for (const p of pieces) size += p.length;
   const out = new Uint8Array(size);

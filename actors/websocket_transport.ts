@@ -36,6 +36,7 @@ import {
 import { MAX_LINE_BYTES } from "../wire/frame.ts";
 import {
   acceptKey,
+  concat,
   encodeFrame,
   FrameDecoder,
   type FrameEvent,
@@ -262,11 +263,10 @@ export class WebSocketTransport implements Transport {
           size += framed.length;
           count++;
         }
-        const bytes = parts.length === 1 ? parts[0] : joinBytes(parts, size);
-        let at = 0;
-        while (at < bytes.length) {
-          at += await this.#conn.write(bytes.subarray(at));
-        }
+        await writeAll(
+          this.#conn,
+          parts.length === 1 ? parts[0] : concat(parts),
+        );
         const done = this.#queue.splice(0, count);
         for (const p of done) p.resolve();
       }
@@ -293,10 +293,7 @@ export class WebSocketTransport implements Transport {
       if (nl < 0) break;
       let line = bytes.subarray(start, nl);
       if (this.#partial.length > 0) {
-        line = joinBytes(
-          [...this.#partial, line],
-          this.#partialBytes + line.length,
-        );
+        line = concat([...this.#partial, line]);
         this.#partial = [];
         this.#partialBytes = 0;
       }
@@ -364,14 +361,10 @@ export class WebSocketTransport implements Transport {
   }
 }
 
-function joinBytes(parts: Uint8Array[], size: number): Uint8Array {
-  const out = new Uint8Array(size);
+/** Writes all of `bytes` (a socket write may take only part). */
+async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
   let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
+  while (at < bytes.length) at += await conn.write(bytes.subarray(at));
 }
 
 /** Lines as the byte stream TCP would carry: each followed by "\n". */
@@ -518,8 +511,7 @@ export async function dialWebSocket(
     options.signal,
     async () => {
       const bytes = new TextEncoder().encode(request);
-      let at = 0;
-      while (at < bytes.length) at += await conn.write(bytes.subarray(at));
+      await writeAll(conn, bytes);
       return await readHead(conn);
     },
   );
@@ -655,8 +647,7 @@ async function upgrade(
         `Content-Length: ${body.length}\r\nConnection: close\r\n${extra}\r\n${body}`,
     );
     try {
-      let at = 0;
-      while (at < bytes.length) at += await conn.write(bytes.subarray(at));
+      await writeAll(conn, bytes);
     } catch { /* gone */ }
     try {
       conn.close();
@@ -693,8 +684,7 @@ async function upgrade(
       )}\r\n\r\n`,
   );
   try {
-    let at = 0;
-    while (at < bytes.length) at += await conn.write(bytes.subarray(at));
+    await writeAll(conn, bytes);
   } catch {
     try {
       conn.close();

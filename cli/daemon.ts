@@ -33,6 +33,7 @@ import type {
   WaitResult,
 } from "./protocol.ts";
 import { PeerNameError, resolvePeer } from "./resolve_peer.ts";
+import { readTlsFiles } from "./tls_files.ts";
 
 /** How the daemon starts. */
 export interface DaemonOptions {
@@ -256,7 +257,9 @@ class Daemon {
         ...(root ? { root } : {}),
         ...(this.#presence ? { presence: true } : {}),
         ...(this.#relay ? {} : { relayPresence: false }),
-        ...await readTlsFiles(o),
+        ...await readTlsFiles(o).catch((error) => {
+          throw new DaemonConfigError(error.message);
+        }),
       };
       let config: Config = {};
       let marker: string | undefined;
@@ -1494,28 +1497,4 @@ class Daemon {
     }
     return { items };
   }
-}
-
-/** `--ca`, `--cert` and `--key` read as PEM texts for the WebSocket binding. */
-async function readTlsFiles(
-  o: Pick<DaemonOptions, "ca" | "cert" | "key">,
-): Promise<Pick<PeerOptions, "caCerts" | "tls">> {
-  const read = async (flag: string, path: string) => {
-    try {
-      return await Deno.readTextFile(path);
-    } catch (error) {
-      throw new DaemonConfigError(`--${flag} ${path}: ${oneLine(error)}`);
-    }
-  };
-  const out: Pick<PeerOptions, "caCerts" | "tls"> = {};
-  if (o.ca?.length) {
-    out.caCerts = await Promise.all(o.ca.map((f) => read("ca", f)));
-  }
-  if (o.cert && o.key) {
-    out.tls = {
-      cert: await read("cert", o.cert),
-      key: await read("key", o.key),
-    };
-  }
-  return out;
 }

@@ -10,7 +10,8 @@
  * @module
  */
 
-import type { Peer, PeerOptions } from "../actors/peer.ts";
+import type { Peer } from "../actors/peer.ts";
+import { readTlsFiles, type TlsTexts } from "./tls_files.ts";
 import type { PeerEvent } from "../actors/peer_events.ts";
 import { StoreUnavailableError } from "../storage/open_store.ts";
 import { parseAddress } from "../wire/address.ts";
@@ -144,9 +145,13 @@ export async function driverMain(args: string[]): Promise<number> {
   }
   let pingS: number | undefined;
   let maxBlob: number | undefined;
-  let tls: Pick<PeerOptions, "caCerts" | "tls">;
+  let tls: TlsTexts;
   try {
-    tls = await readTlsFlags(parsed);
+    tls = await readTlsFiles({
+      ca: parsed.list("ca"),
+      cert: parsed.string("cert"),
+      key: parsed.string("key"),
+    });
     pingS = positiveNumber(parsed.string("ping-interval"), "--ping-interval");
     maxBlob = positiveNumber(parsed.string("max-blob"), "--max-blob");
   } catch (error) {
@@ -177,7 +182,7 @@ interface DriverOptions {
   verbose: boolean;
   trust: string[];
   store?: string;
-  tls: Pick<PeerOptions, "caCerts" | "tls">;
+  tls: TlsTexts;
 }
 
 class Driver {
@@ -473,29 +478,4 @@ class Driver {
         return;
     }
   }
-}
-
-/** `--ca`, `--cert`, `--key`: PEM files for the WebSocket binding, read now. */
-async function readTlsFlags(
-  parsed: ReturnType<typeof parseArgs>,
-): Promise<Pick<PeerOptions, "caCerts" | "tls">> {
-  const read = async (flag: string, path: string) => {
-    try {
-      return await Deno.readTextFile(path);
-    } catch (error) {
-      throw new UsageError(`--${flag} ${path}: ${oneLine(error)}`);
-    }
-  };
-  const cert = parsed.string("cert");
-  const key = parsed.string("key");
-  if (!cert !== !key) throw new UsageError("--cert and --key go together");
-  const ca = parsed.list("ca");
-  return {
-    ...(ca.length
-      ? { caCerts: await Promise.all(ca.map((f) => read("ca", f))) }
-      : {}),
-    ...(cert && key
-      ? { tls: { cert: await read("cert", cert), key: await read("key", key) } }
-      : {}),
-  };
 }

@@ -13,6 +13,7 @@ import {
 } from "./report.ts";
 import { ConformError, DEFAULT_TIMEOUT_MS, runConformance } from "./runner.ts";
 import { SCENARIOS } from "./scenarios.ts";
+import { readTlsFiles } from "../cli/tls_files.ts";
 
 /**
  * The usage text of `awp conform`.
@@ -228,19 +229,11 @@ export async function conformMain(args: string[]): Promise<number> {
   }
   const text = !parsed.json;
   try {
-    const pem = (path: string) =>
-      Deno.readTextFile(path).catch((e) => {
-        throw new ConformError(
-          `${path}: ${e instanceof Error ? e.message : e}`,
-        );
-      });
-    const caCerts = await Promise.all(parsed.ca.map(pem));
-    const tls = parsed.cert && parsed.key
-      ? { cert: await pem(parsed.cert), key: await pem(parsed.key) }
-      : undefined;
+    const tls = await readTlsFiles(parsed).catch((e) => {
+      throw new ConformError(e.message);
+    });
     const report = await runConformance({
-      ...(caCerts.length ? { caCerts } : {}),
-      ...(tls ? { tls } : {}),
+      ...tls,
       address: parsed.address,
       listen: parsed.listen,
       run: parsed.run,
