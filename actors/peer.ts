@@ -119,6 +119,12 @@ export interface PeerOptions {
   /** WebSocket binding: certificate chain and key (PEM) for wss listeners. */
   tls?: { cert: string; key: string };
   /**
+   * Our reachable address sent as hello.addr, e.g. the public
+   * `wss://host/awp` of a reverse proxy in front of a `ws://127.0.0.1`
+   * listener. Default: the first listener's address.
+   */
+  addr?: string;
+  /**
    * Return (or resolve with) a refusal detail to refuse a peer after its
    * auth; asked after the admission policy (`accept`) admitted it.
    */
@@ -498,6 +504,7 @@ export class Peer {
       allowPublic: options.allowPublic,
       caCerts: options.caCerts,
       tls: options.tls,
+      addr: options.addr,
       admit: (remote, context) => this.#admit(remote, context),
       grants: (remote) => this.#trust.toPresent(remote.key),
       shares: () => this.#ext.hosts,

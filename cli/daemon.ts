@@ -71,6 +71,8 @@ export interface DaemonOptions {
   store?: string;
   /** Extra Host names the inspector answers (behind a proxy or tunnel). */
   allowHosts?: string[];
+  /** hello.addr instead of the first listener's address (`--advertise`). */
+  advertise?: string;
   /** WebSocket binding: CA files (PEM) trusted when dialing wss (`--ca`). */
   ca?: string[];
   /** WebSocket binding: TLS certificate and key files for wss listeners. */
@@ -257,6 +259,7 @@ class Daemon {
         ...(root ? { root } : {}),
         ...(this.#presence ? { presence: true } : {}),
         ...(this.#relay ? {} : { relayPresence: false }),
+        ...(o.advertise ? { addr: o.advertise } : {}),
         ...await readTlsFiles(o).catch((error) => {
           throw new DaemonConfigError(error.message);
         }),

@@ -36,6 +36,7 @@ export const DAEMON_FLAGS: readonly FlagSpec[] = [
   { name: "no-relay", type: "boolean" },
   { name: "store", type: "string" },
   { name: "ca", type: "list" },
+  { name: "advertise", type: "string" },
   { name: "cert", type: "string" },
   { name: "key", type: "string" },
 ];
@@ -62,6 +63,8 @@ export const DAEMON_CONFIG_HELP = [
   "--cert/--key FILE  TLS certificate chain and key (PEM) for wss:// listeners;",
   "--ca FILE          a CA certificate (PEM) trusted when dialing wss:// besides",
   "                   the system store (repeatable)",
+  "--advertise ADDR   the address peers should dial back (hello.addr), e.g. the",
+  "                   public wss:// URL of a proxy in front of a ws:// listener",
   "",
   "${home}/config.json (read at daemon start; flags and the environment win over it,",
   "it wins over what earlier flags remembered):",
@@ -93,6 +96,8 @@ export interface DaemonFlagValues {
   store?: string;
   /** WebSocket binding: CA files trusted for wss (absolute). */
   ca?: string[];
+  /** hello.addr instead of the first listener's address. */
+  advertise?: string;
   /** WebSocket binding: TLS certificate and key files for wss (absolute). */
   cert?: string;
   key?: string;
@@ -177,12 +182,17 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
   if (accept !== undefined && accept !== "any" && accept !== "allowlist") {
     throw new UsageError(`bad --accept "${accept}": use any or allowlist`);
   }
-  for (const addr of args.list("listen")) {
+  const advertise = args.string("advertise");
+  for (
+    const addr of [...args.list("listen"), ...(advertise ? [advertise] : [])]
+  ) {
     try {
       parseAddress(addr);
     } catch (error) {
       throw new UsageError(
-        `bad --listen: ${error instanceof Error ? error.message : error}`,
+        `bad --${addr === advertise ? "advertise" : "listen"}: ${
+          error instanceof Error ? error.message : error
+        }`,
       );
     }
   }
@@ -214,6 +224,7 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
     ...(args.bool("no-relay") ? { relay: false as const } : {}),
     ...(store ? { store } : {}),
     ca: args.list("ca").map(absolute),
+    ...(advertise ? { advertise } : {}),
     ...(cert && key ? { cert: absolute(cert), key: absolute(key) } : {}),
   };
 }
@@ -249,6 +260,7 @@ export function daemonFlagArgv(v: DaemonFlagValues): string[] {
   if (v.relay === false) out.push("--no-relay");
   if (v.store) out.push("--store", v.store);
   for (const f of v.ca ?? []) out.push("--ca", f);
+  if (v.advertise) out.push("--advertise", v.advertise);
   if (v.cert && v.key) out.push("--cert", v.cert, "--key", v.key);
   return out;
 }

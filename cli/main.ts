@@ -116,6 +116,7 @@ async function daemonCommand(argv: string[], out: Output): Promise<number> {
     ...(v.accept ? { accept: v.accept } : {}),
     ...(v.root ? { root: v.root } : {}),
     ...(v.ca?.length ? { ca: v.ca } : {}),
+    ...(v.advertise ? { advertise: v.advertise } : {}),
     ...(v.cert && v.key ? { cert: v.cert, key: v.key } : {}),
     announce: !v.log,
   });

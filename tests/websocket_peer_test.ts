@@ -108,3 +108,29 @@ Deno.test({
     }
   },
 });
+
+Deno.test("a peer behind a proxy advertises its public wss:// address in hello.addr", async () => {
+  const root = await Deno.makeTempDir();
+  const a = await Peer.open({
+    home: `${root}/a`,
+    name: "alice",
+    addr: "wss://alice.example.dev/awp",
+    ...FAST,
+  });
+  const b = await Peer.open({ home: `${root}/b`, name: "bob", ...FAST });
+  try {
+    await a.listen("ws://127.0.0.1:0/awp");
+    await a.connect(await b.listen("ws://127.0.0.1:0/awp"));
+    // The record is written just after the handshake.
+    let addresses: string[] | undefined;
+    for (let i = 0; i < 100 && !addresses?.length; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      addresses = (await b.peers()).find((p) => p.key === a.key)?.addresses;
+    }
+    assert.deepEqual(addresses, ["wss://alice.example.dev/awp"]);
+  } finally {
+    await a.close();
+    await b.close();
+    await Deno.remove(root, { recursive: true });
+  }
+});
