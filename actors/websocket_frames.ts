@@ -13,6 +13,8 @@ const ACCEPT_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 /** The largest HTTP head either side reads. */
 export const MAX_HEAD_BYTES = 16 * 1024;
 const NEWLINE = 0x0a;
+/** The decoder's first buffer, and what it shrinks back to. */
+const INITIAL_BYTES = 64 * 1024;
 
 const encoder = new TextEncoder();
 
@@ -127,7 +129,7 @@ export type FrameEvent =
  */
 export class FrameDecoder {
   #expectMask: boolean;
-  #buf = new Uint8Array(64 * 1024);
+  #buf = new Uint8Array(INITIAL_BYTES);
   #len = 0;
   #message: Uint8Array[] = [];
   #messageBytes = 0;
@@ -301,8 +303,13 @@ export class FrameDecoder {
 
   #compact(at: number): void {
     if (at === 0) return;
-    this.#buf.copyWithin(0, at, this.#len);
     this.#len -= at;
+    if (this.#len === 0 && this.#buf.length > INITIAL_BYTES) {
+      // Give back the room a big line needed: idle connections stay small.
+      this.#buf = new Uint8Array(INITIAL_BYTES);
+      return;
+    }
+    this.#buf.copyWithin(0, at, at + this.#len);
   }
 
   /** Ends decoding: nothing after a close, a fault or a protocol error counts. */

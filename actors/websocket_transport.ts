@@ -191,7 +191,8 @@ export class WebSocketTransport implements Transport {
     for (const ev of events) {
       if (ev.kind === "text") lines.push(ev.bytes);
       else if (ev.kind === "ping") {
-        void this.#sendRaw(encodeFrame(OP.pong, ev.payload, this.#masked));
+        this.#sendRaw(encodeFrame(OP.pong, ev.payload, this.#masked))
+          .catch(() => {}); // closing anyway
       } else if (ev.kind === "fault") {
         await deliver();
         if (handlers.onFrameError) {
