@@ -90,7 +90,7 @@ Deno.test("the listener answers plain HTTP with 426 and other paths with 404", a
   }
 });
 
-Deno.test("ws: to or on a public address is refused like TCP; wss: needs a certificate", async () => {
+Deno.test("ws: to or on a public address is refused like TCP; wss: is not, and needs a certificate to listen", async () => {
   await assert.rejects(
     dial("ws://8.8.8.8:80/awp"),
     /dial ws:\/\/8\.8\.8\.8:80\/awp: plaintext ws: to a public address refused/,
@@ -104,6 +104,16 @@ Deno.test("ws: to or on a public address is refused like TCP; wss: needs a certi
     /wss: needs a TLS certificate and key/,
   );
   await assert.rejects(dial("ws://127.0.0.1:1/awp"), /connection refused/);
+  // wss: is allowed anywhere: not refused (here stopped before any packet).
+  const aborted = AbortSignal.abort();
+  await assert.rejects(
+    dial("wss://8.8.8.8:443/awp", { signal: aborted }),
+    /dial wss:\/\/8\.8\.8\.8:443\/awp: aborted/,
+  );
+  await assert.rejects(
+    listen("wss://192.0.2.1:0/awp", () => {}, { cert: "x", key: "y" }),
+    (e) => e instanceof TransportError && !/refused/.test(e.message),
+  );
 });
 
 Deno.test("a dial that gets HTTP 503 is retried with backoff and shown as waking until the host is up", async () => {
