@@ -157,7 +157,7 @@ Deno.test("a dial that gets HTTP 503 is retried with backoff and shown as waking
 });
 
 /** Answers the WebSocket handshake by hand, then never reads again. */
-async function deafServer() {
+function deafServer() {
   const tcp = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const conns: Deno.Conn[] = [];
   void (async () => {
@@ -192,7 +192,7 @@ async function deafServer() {
 }
 
 Deno.test("writes wait for the kernel: a fast sender to a reader that stopped reading stays bounded", async () => {
-  const server = await deafServer();
+  const server = deafServer();
   const t = await dial(server.url);
   try {
     t.start({ onData() {}, onEnd() {} });
