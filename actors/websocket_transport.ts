@@ -166,11 +166,14 @@ export class WebSocketTransport implements Transport {
         go = await this.#handle(handlers, this.#decoder.wrote(n));
       }
     } catch (e) {
-      if (!this.#closed) {
-        error = e instanceof Error ? e : new Error(String(e));
+      const thrown = e instanceof Error ? e : new Error(String(e));
+      // Reads interrupted by our own close() are a normal end; our own
+      // protocol verdicts ("WebSocket ...") are not.
+      if (!this.#closed || thrown.message.startsWith("WebSocket")) {
+        error = thrown;
       }
     }
-    if (error?.message.startsWith("WebSocket")) this.#fail(error);
+    if (error) this.#fail(error);
     try {
       handlers.onEnd(error);
     } catch { /* the owner's problem; never crash the loop */ }

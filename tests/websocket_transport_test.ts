@@ -260,3 +260,41 @@ Deno.test("our client talks to a standard WebSocket server (Deno.upgradeWebSocke
     await server.shutdown();
   }
 });
+
+Deno.test("a protocol error (an unmasked frame from a client) ends the connection with 1002 and a read error", async () => {
+  let ended: Error | undefined | "no" = "no";
+  const listener = await listen("ws://127.0.0.1:0/awp", (t) =>
+    t.start({
+      onData() {},
+      onEnd(error) {
+        ended = error;
+      },
+    }));
+  const port = Number(new URL(listener.addr).port);
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+  try {
+    await conn.write(new TextEncoder().encode(
+      "GET /awp HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+    ));
+    // An unmasked text frame "{}": clients must mask.
+    await conn.write(new Uint8Array([0x81, 0x02, 0x7b, 0x7d]));
+    const got: number[] = [];
+    const buf = new Uint8Array(4096);
+    for (;;) {
+      const n = await conn.read(buf);
+      if (n === null) break;
+      got.push(...buf.subarray(0, n));
+    }
+    const text = new TextDecoder("latin1").decode(new Uint8Array(got));
+    assert.match(text, /^HTTP\/1\.1 101 /);
+    const frame = got.slice(text.indexOf("\r\n\r\n") + 4);
+    assert.deepEqual(frame, [0x88, 0x02, 0x03, 0xea]); // close 1002
+    await until(() => ended !== "no", "onEnd");
+    assert.match(String(ended), /protocol error: unmasked frame/);
+  } finally {
+    conn.close();
+    listener.close();
+    await listener.done;
+  }
+});
