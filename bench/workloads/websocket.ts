@@ -2,7 +2,8 @@
  * Workload: the WebSocket binding against TCP. In each run, a fresh pair of
  * peer processes over `ws://127.0.0.1:0/awp` and another over
  * `tcp:127.0.0.1:0` each send 2,000 msgs of 100 bytes over 10 threads to
- * durable ack, then a 20 MiB random file until complete and verified. The
+ * durable ack, then a 20 MiB random file until complete and verified, and
+ * the receiver's peak RSS (`VmHWM`, fresh processes) is read. The
  * ratios put the two side by side under the same load (goal: ws within 30%
  * of TCP, i.e. a ratio of at least 70%).
  *
@@ -27,7 +28,7 @@ async function measure(
   addr: string,
   file: { path: string; size: number; sha: string },
   tag: string,
-): Promise<{ msgs: number; mib: number }> {
+): Promise<{ msgs: number; mib: number; rss: number }> {
   const { sender, receiver } = await ctx.pair(addr, [
     "--max-blob",
     String(64 * MIB),
@@ -43,7 +44,12 @@ async function measure(
       file.size,
       file.sha,
     );
-    return { msgs: n / (ms / 1000), mib: file.size / MIB / (blobMs / 1000) };
+    const rss = ((await receiver.memory())?.hwmBytes ?? NaN) / MIB;
+    return {
+      msgs: n / (ms / 1000),
+      mib: file.size / MIB / (blobMs / 1000),
+      rss,
+    };
   } finally {
     await ctx.stop(sender);
     await ctx.stop(receiver);
@@ -61,6 +67,8 @@ export const websocketWorkload: Workload = {
     tcp_blob_mib_per_s: "MiB/s",
     msgs_ws_over_tcp_pct: "%",
     blob_ws_over_tcp_pct: "%",
+    ws_receiver_peak_rss_mib: "MiB",
+    tcp_receiver_peak_rss_mib: "MiB",
   },
   params: (ctx) => ({
     messages: ctx.quick ? 200 : 2_000,
@@ -83,6 +91,8 @@ export const websocketWorkload: Workload = {
         tcp_blob_mib_per_s: tcp.mib,
         msgs_ws_over_tcp_pct: 100 * ws.msgs / tcp.msgs,
         blob_ws_over_tcp_pct: 100 * ws.mib / tcp.mib,
+        ws_receiver_peak_rss_mib: ws.rss,
+        tcp_receiver_peak_rss_mib: tcp.rss,
       });
       ctx.log(
         `  run ${run + 1}: ws ${ws.msgs.toFixed(0)} msg/s, ${
