@@ -458,6 +458,23 @@ async function bounded<T>(
  * a public address is refused unless `allowPublic` (a host name is checked
  * against the address it reached). An HTTP answer other than 101 is a
  * TransportError with `waking` set.
+ *
+ * @example
+ * ```ts
+ * import { dialWebSocket, listenWebSocket } from "./websocket_transport.ts";
+ * import { parseAddress, type WebSocketAddress } from "../wire/address.ts";
+ * const at = parseAddress("ws://127.0.0.1:0/awp") as WebSocketAddress;
+ * const listener = listenWebSocket("ws://127.0.0.1:0/awp", at, (t) => t.close(), {
+ *   allowPublic: false,
+ * });
+ * const addr = listener.addr; // ws://127.0.0.1:PORT/awp
+ * const t = await dialWebSocket(addr, parseAddress(addr) as WebSocketAddress, {
+ *   allowPublic: false,
+ * });
+ * t.close();
+ * listener.close();
+ * await listener.done;
+ * ```
  */
 export async function dialWebSocket(
   address: string,
@@ -554,7 +571,7 @@ export async function dialWebSocket(
  * path (any query); answers 404 elsewhere and 426 to plain HTTP. wss needs
  * `cert` and `key`. Plain ws on a public address, or from a public client
  * on a wildcard bind, needs `allowPublic`. Closing stops accepting; open
- * connections stay, as with TCP.
+ * connections stay, as with TCP. See {@link dialWebSocket} for an example.
  */
 export function listenWebSocket(
   address: string,
