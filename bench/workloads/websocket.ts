@@ -82,8 +82,18 @@ export const websocketWorkload: Workload = {
     const file = { path, size, sha: await randomFile(path, size) };
     const samples: Sample[] = [];
     for (let run = 0; run < ctx.runs; run++) {
-      const ws = await measure(ctx, "ws://127.0.0.1:0/awp", file, `ws${run}`);
-      const tcp = await measure(ctx, "tcp:127.0.0.1:0", file, `tcp${run}`);
+      // Alternate which goes first, so a drift in load favours neither.
+      const wsRun = () =>
+        measure(ctx, "ws://127.0.0.1:0/awp", file, `ws${run}`);
+      const tcpRun = () => measure(ctx, "tcp:127.0.0.1:0", file, `tcp${run}`);
+      let ws, tcp;
+      if (run % 2 === 0) {
+        ws = await wsRun();
+        tcp = await tcpRun();
+      } else {
+        tcp = await tcpRun();
+        ws = await wsRun();
+      }
       samples.push({
         ws_msgs_per_s: ws.msgs,
         tcp_msgs_per_s: tcp.msgs,
