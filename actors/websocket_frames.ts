@@ -169,6 +169,10 @@ export class FrameDecoder {
   }
 
   #decode(): FrameEvent[] {
+    if (this.#stopped) {
+      this.#len = 0; // discarded: what follows a fault is never kept
+      return [];
+    }
     const events: FrameEvent[] = [];
     let at = 0;
     const buf = this.#buf;

@@ -98,6 +98,13 @@ Deno.test("faults: binary, a newline inside, over 1 MiB from the header alone; p
     if (last.kind === "fault") assert.equal(last.code, code);
     if (last.kind === "protocol") assert.equal(String(last.status), code);
   }
+  // After a fault nothing more is decoded or kept.
+  const stopped = new FrameDecoder("server");
+  stopped.push(frame(OP.binary, new Uint8Array([1])));
+  for (let i = 0; i < 100; i++) {
+    assert.deepEqual(stopped.push(new Uint8Array(64 * 1024)), []);
+  }
+  assert.ok(stopped.space().length <= 128 * 1024, "the buffer did not grow");
   const close = new FrameDecoder("client").push(
     encodeFrame(OP.close, new Uint8Array([0x03, 0xe9])),
   );
