@@ -350,7 +350,9 @@ export const COMMANDS: Record<string, Command> = {
     usage:
       "awp up [--name NAME] [--about TEXT] [--listen ADDR]... [--max-blob BYTES] [--presence] [--no-relay]\n" +
       "       [--trust KEY]... [--accept any|allowlist] [--allow KEY]... [--serve CAPS] [--root DIR]\n" +
-      "       [--store URL] [--inspect[=HOST:PORT]] [--allow-host HOST]...",
+      "       [--store URL] [--inspect[=HOST:PORT]] [--allow-host HOST]...\n" +
+      "       [--cert FILE --key FILE] [--ca FILE]... [--advertise ADDR]\n" +
+      "ADDR: tcp:HOST:PORT, unix:/path, ws://HOST:PORT/path or wss://HOST:PORT/path",
     flags: DAEMON_FLAGS.filter((f) => f.name !== "log"),
     help: DAEMON_CONFIG_HELP +
       "\nWhen the daemon is already running, the flags apply from its next start (awp down; awp up ...).",
@@ -498,7 +500,8 @@ export const COMMANDS: Record<string, Command> = {
   },
   connect: {
     summary: "connect to a peer by address or known name",
-    usage: "awp connect [--timeout 1m] ADDRESS",
+    usage: "awp connect [--timeout 1m] ADDRESS\n" +
+      "ADDRESS: tcp:HOST:PORT, unix:/path, ws://HOST:PORT/path, wss://HOST:PORT/path, or a known name",
     flags: [{ name: "timeout", type: "string" }],
     async run(ctx) {
       needPositional(ctx.args, 1, "address");
