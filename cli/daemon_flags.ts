@@ -35,6 +35,8 @@ export const DAEMON_FLAGS: readonly FlagSpec[] = [
   { name: "presence", type: "boolean" },
   { name: "no-relay", type: "boolean" },
   { name: "store", type: "string" },
+  { name: "web", type: "optional" },
+  { name: "web-write", type: "boolean" },
   { name: "ca", type: "list" },
   { name: "advertise", type: "string" },
   { name: "cert", type: "string" },
@@ -60,6 +62,8 @@ export const DAEMON_CONFIG_HELP = [
   "                   (https://...; the token is DENO_KV_ACCESS_TOKEN); spool and",
   "                   received blobs stay in the home",
   "--trust/--allow    ed25519 keys; --accept any|allowlist; --serve exec,fs:read,fs:write",
+  "--web[=HOST:PORT]  serve the dashboard (default 127.0.0.1:7788); --web-write lets",
+  "                   the page send, set states and grant",
   "--cert/--key FILE  TLS certificate chain and key (PEM) for wss:// listeners;",
   "--ca FILE          a CA certificate (PEM) trusted when dialing wss:// besides",
   "                   the system store (repeatable)",
@@ -94,6 +98,10 @@ export interface DaemonFlagValues {
   /** False under `--no-relay`. */
   relay?: false;
   store?: string;
+  /** The dashboard: "" for 127.0.0.1:7788 (or the next free port), `HOST:PORT`; absent: off. */
+  web?: string;
+  /** The dashboard may write. */
+  webWrite?: true;
   /** WebSocket binding: CA files trusted for wss (absolute). */
   ca?: string[];
   /** hello.addr instead of the first listener's address. */
@@ -223,6 +231,8 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
     presence: args.bool("presence"),
     ...(args.bool("no-relay") ? { relay: false as const } : {}),
     ...(store ? { store } : {}),
+    ...(args.has("web") ? { web: args.string("web") ?? "" } : {}),
+    ...(args.bool("web-write") ? { webWrite: true as const } : {}),
     ca: args.list("ca").map(absolute),
     ...(advertise ? { advertise } : {}),
     ...(cert && key ? { cert: absolute(cert), key: absolute(key) } : {}),
@@ -259,6 +269,8 @@ export function daemonFlagArgv(v: DaemonFlagValues): string[] {
   if (v.presence) out.push("--presence");
   if (v.relay === false) out.push("--no-relay");
   if (v.store) out.push("--store", v.store);
+  if (v.web !== undefined) out.push(v.web ? `--web=${v.web}` : "--web");
+  if (v.webWrite) out.push("--web-write");
   for (const f of v.ca ?? []) out.push("--ca", f);
   if (v.advertise) out.push("--advertise", v.advertise);
   if (v.cert && v.key) out.push("--cert", v.cert, "--key", v.key);
