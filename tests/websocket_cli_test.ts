@@ -5,41 +5,12 @@
 
 import assert from "node:assert/strict";
 import { hasOpenssl, makeTestCa } from "./helpers/test_ca.ts";
-
-const MOD = new URL("../mod.ts", import.meta.url).pathname;
-
-async function awp(home: string, args: string[]) {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--unstable-kv", MOD, ...args, "--home", home],
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-    env: { NO_COLOR: "1" },
-  }).output();
-  return {
-    code: out.code,
-    stdout: new TextDecoder().decode(out.stdout),
-    stderr: new TextDecoder().decode(out.stderr),
-  };
-}
-
-async function ok(home: string, args: string[]): Promise<string> {
-  const r = await awp(home, args);
-  assert.equal(r.code, 0, `awp ${args.join(" ")}: ${r.stderr}${r.stdout}`);
-  return r.stdout;
-}
-
-async function down(home: string): Promise<void> {
-  await awp(home, ["down"]).catch(() => {});
-  const pid = Number(
-    (await Deno.readTextFile(`${home}/daemon.lock`).catch(() => "")).trim(),
-  );
-  if (pid > 0) {
-    try {
-      Deno.kill(pid, "SIGKILL");
-    } catch { /* gone */ }
-  }
-}
+import {
+  awp,
+  awpDown as down,
+  awpJson,
+  awpOk as ok,
+} from "./helpers/awp_cli.ts";
 
 Deno.test({
   name:
@@ -77,22 +48,21 @@ Deno.test({
         "--listen",
         "tcp:127.0.0.1:0",
       ]);
-      const sb = JSON.parse(await ok(hb, ["status", "--json"]));
-      const addr = sb.addrs.find((a: string) => a.startsWith("wss://"));
+      const sb = await awpJson<{ key: string; addrs: string[] }>(hb, [
+        "status",
+      ]);
+      const addr = sb.addrs.find((a) => a.startsWith("wss://")) ?? "none";
       assert.match(addr, /^wss:\/\/localhost:\d+\/awp$/);
-      const c = JSON.parse(await ok(ha, ["connect", addr, "--json"]));
+      const c = await awpJson<{ key: string }>(ha, ["connect", addr]);
       assert.equal(c.key, sb.key);
-      const sent = JSON.parse(
-        await ok(ha, [
-          "send",
-          "--wait-ack",
-          "10s",
-          "bob",
-          "over",
-          "wss",
-          "--json",
-        ]),
-      );
+      const sent = await awpJson<{ acked: boolean }>(ha, [
+        "send",
+        "--wait-ack",
+        "10s",
+        "bob",
+        "over",
+        "wss",
+      ]);
       assert.equal(sent.acked, true);
       assert.match(await ok(ha, ["peers"]), /bob.*connected/);
 
