@@ -208,6 +208,22 @@ export interface ConnectOptions {
    * grants meant for the remote: its `aud`, or issued by it).
    */
   present?: Grant[];
+  /**
+   * Keep dialing while nothing answers at the address (each failure is an
+   * `error` event with code `dial`), on the dialer's schedule, instead of
+   * rejecting on the first failure. Resolves once connected; rejects only
+   * when `signal` aborts or the peer closes. Not awaiting it is "return
+   * and keep dialing".
+   */
+  retry?: boolean;
+  /**
+   * Stay connected: redial after every drop even with nothing to deliver,
+   * until {@link Peer.bye}. Without it, a peer is redialed only while we
+   * have unacked lines or open threads for it (SPEC 4.3).
+   */
+  keep?: boolean;
+  /** Stops a `retry` dial in progress. */
+  signal?: AbortSignal;
 }
 
 /** What {@link Peer.send}, {@link Peer.setState} and {@link Peer.introduce} queued. */
@@ -228,6 +244,8 @@ export interface PeerInfo extends PeerRecord {
    * Always set by {@link Peer.peers}.
    */
   waking?: boolean;
+  /** While we keep failing to dial it: since when (ISO time), and why. */
+  unreachable?: { since: string; error?: string };
 }
 
 /** Options of {@link Peer.grant}. */
@@ -263,6 +281,12 @@ const LOGGED_BY_RECEIVE: ReadonlySet<string> = new Set([
 ]);
 /** Handshake lines: no `line` event (they come before the peer is known, or are the resume). */
 const HANDSHAKE: ReadonlySet<string> = new Set(["hello", "auth", "resume"]);
+/**
+ * Liveness lines: not written to the traffic log (a ping per connection
+ * every 30 s would otherwise be a KV commit each; 10,000 idle connections
+ * made a busy store). Nor is the resume: a commit on every handshake.
+ */
+const LIVENESS: ReadonlySet<string> = new Set(["ping", "pong"]);
 const LOG_BATCH = 256;
 const EARLY_EVENTS = 10_000;
 const ACKED_MEMORY = 10_000;
@@ -699,7 +723,9 @@ export class Peer {
   /**
    * Dials `addr`, runs the handshake and resolves with the remote key. The
    * address is remembered: while there is something to deliver or an open
-   * thread, the peer keeps reconnecting to it.
+   * thread (always, with `keep`), the peer keeps reconnecting to it. With
+   * `retry`, a peer that does not answer yet is dialed until it does,
+   * instead of rejecting.
    *
    * @example
    * ```ts
@@ -714,12 +740,16 @@ export class Peer {
    */
   async connect(addr: string, options: ConnectOptions = {}): Promise<string> {
     this.#open("connect");
-    const remote = await this.#sup.connect(
-      addr,
-      options.present?.length ? { present: options.present } : {},
-    );
+    const how = {
+      ...(options.present?.length ? { present: options.present } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    };
+    const remote = options.retry
+      ? await this.#sup.connectUntilUp(addr, how)
+      : await this.#sup.connect(addr, how);
     // Remember it now (the supervisor's own bookkeeping is asynchronous).
     await this.#remember(remote, addr);
+    if (options.keep) this.#sup.keep(remote.key);
     this.#sup.reach(remote.key, [addr]);
     return remote.key;
   }
@@ -1103,11 +1133,22 @@ export class Peer {
    */
   async peers(): Promise<PeerInfo[]> {
     const up = new Set(this.#sup.peers);
-    return (await this.#store.peers()).map((p) => ({
-      ...p,
-      connected: up.has(p.key),
-      waking: !up.has(p.key) && this.#sup.isWaking(p.key),
-    }));
+    return (await this.#store.peers()).map((p) => {
+      const down = this.#sup.unreachable(p.key);
+      return {
+        ...p,
+        connected: up.has(p.key),
+        waking: !up.has(p.key) && this.#sup.isWaking(p.key),
+        ...(down
+          ? {
+            unreachable: {
+              since: new Date(down.since).toISOString(),
+              ...(down.error ? { error: down.error } : {}),
+            },
+          }
+          : {}),
+      };
+    });
   }
 
   /**
@@ -1594,10 +1635,14 @@ export class Peer {
     });
   }
 
-  /** On open: keep dialing peers we dialed before that are still wanted. */
+  /**
+   * On open: dial the peers that are still wanted and have an address: those
+   * we dialed, and those that gave theirs (hello.addr, NOTES item 6), so a
+   * listener that restarts with lines for a peer dials it back at once.
+   */
   async #redialKnown(): Promise<void> {
     for (const record of await this.#store.peers()) {
-      if (!record.dialed || record.addresses.length === 0) continue;
+      if (record.addresses.length === 0) continue;
       // Held by a bye (ours or theirs) until something new goes to it.
       if (this.#sup.quiet(record.key)) continue;
       if (await this.#sup.refreshWanted(record.key)) {
@@ -1722,6 +1767,7 @@ export class Peer {
       );
     }
     if (dir === "in" && LOGGED_BY_RECEIVE.has(m.t)) return;
+    if (LIVENESS.has(m.t) || HANDSHAKE.has(m.t)) return;
     const line = bare ? JSON.stringify(bare) : raw;
     this.#logBuffer.push({
       peer,

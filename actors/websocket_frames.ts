@@ -13,8 +13,8 @@ const ACCEPT_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 /** The largest HTTP head either side reads. */
 export const MAX_HEAD_BYTES = 16 * 1024;
 const NEWLINE = 0x0a;
-/** The decoder's first buffer, and what it shrinks back to. */
-const INITIAL_BYTES = 64 * 1024;
+/** The decoder's first buffer, and what it shrinks back to: idle is small. */
+const INITIAL_BYTES = 1024;
 
 const encoder = new TextEncoder();
 
@@ -308,12 +308,17 @@ export class FrameDecoder {
   #compact(at: number): void {
     if (at === 0) return;
     this.#len -= at;
-    if (this.#len === 0 && this.#buf.length > INITIAL_BYTES) {
-      // Give back the room a big line needed: idle connections stay small.
-      this.#buf = new Uint8Array(INITIAL_BYTES);
-      return;
-    }
     this.#buf.copyWithin(0, at, at + this.#len);
+  }
+
+  /**
+   * Gives back the room a burst needed once nothing is pending (the owner
+   * calls it after a small read), so idle connections stay small.
+   */
+  shrink(): void {
+    if (this.#len === 0 && this.#buf.length > INITIAL_BYTES) {
+      this.#buf = new Uint8Array(INITIAL_BYTES);
+    }
   }
 
   /** Ends decoding: nothing after a close, a fault or a protocol error counts. */

@@ -78,6 +78,8 @@ export interface WebSocketListenOptions {
   key?: string;
 }
 
+const READ_BYTES = 64 * 1024;
+const IDLE_READ_BYTES = 1024;
 /** Writes are batched up to this size, as on TCP. */
 const BATCH_BYTES = 256 * 1024;
 const DIAL_TIMEOUT_MS = 30_000;
@@ -160,10 +162,17 @@ export class WebSocketTransport implements Transport {
       if (this.#leftover.length > 0) {
         go = await this.#handle(handlers, this.#decoder.push(this.#leftover));
       }
+      // Reads start small (an idle connection holds 1 KiB) and take 64 KiB
+      // at a time from a read that filled its room until a small one.
+      let want = IDLE_READ_BYTES;
       while (go && !this.#closed) {
-        const n = await this.#conn.read(this.#decoder.space());
+        const room = this.#decoder.space(want);
+        const n = await this.#conn.read(room);
         if (n === null) break;
-        go = await this.#handle(handlers, this.#decoder.wrote(n));
+        const events = this.#decoder.wrote(n);
+        want = n >= room.length ? READ_BYTES : IDLE_READ_BYTES;
+        if (n < IDLE_READ_BYTES) this.#decoder.shrink();
+        go = await this.#handle(handlers, events);
       }
     } catch (e) {
       const thrown = e instanceof Error ? e : new Error(String(e));

@@ -849,29 +849,59 @@ class Daemon {
       }
     }
     let timer: ReturnType<typeof setTimeout> | undefined;
+    let key: string;
     try {
-      const key = await Promise.race([
-        this.#peer.connect(address),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(
-            () =>
-              reject(
-                new ControlError(
-                  `could not connect to ${address} within ${timeoutMs / 1000}s`,
-                ),
-              ),
-            timeoutMs,
-          );
-        }),
-      ]);
-      this.#names.delete(key);
-      return { key, name: await this.#nameOf(key), already: false };
+      key = await this.#peer.connect(address);
     } catch (error) {
-      if (error instanceof ControlError) throw error;
-      throw new ControlError(`cannot connect to ${address}: ${oneLine(error)}`);
-    } finally {
-      clearTimeout(timer);
+      // Nothing answers (yet): keep dialing in the background, as a dialer
+      // does; the command reports it, or waits for it with `wait`.
+      const dialing = this.#keepDialing(address);
+      if (a.wait !== true) {
+        return { address, dialing: true, error: oneLine(error) };
+      }
+      try {
+        key = await Promise.race([
+          dialing,
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(
+              () =>
+                reject(
+                  new ControlError(
+                    `could not connect to ${address} within ${
+                      timeoutMs / 1000
+                    }s (still dialing)`,
+                    2,
+                  ),
+                ),
+              timeoutMs,
+            );
+          }),
+        ]);
+      } catch (error) {
+        if (error instanceof ControlError) throw error;
+        throw new ControlError(
+          `cannot connect to ${address}: ${oneLine(error)}`,
+        );
+      } finally {
+        clearTimeout(timer);
+      }
     }
+    this.#names.delete(key);
+    return { key, name: await this.#nameOf(key), already: false };
+  }
+
+  /** Addresses being dialed until they answer, by `awp connect`. */
+  #dialing = new Map<string, Promise<string>>();
+
+  #keepDialing(address: string): Promise<string> {
+    let dialing = this.#dialing.get(address);
+    if (!dialing) {
+      dialing = this.#peer.connect(address, { retry: true });
+      this.#dialing.set(address, dialing);
+      const done = () => this.#dialing.delete(address);
+      dialing.then(done, done);
+    }
+    return dialing;
   }
 
   /** The one peer that has thread `th`. */
@@ -1110,6 +1140,7 @@ class Daemon {
         unread: mine.reduce((n, t) =>
           n + t.unread, 0),
         caps: [...caps],
+        ...(p.unreachable ? { unreachable: p.unreachable } : {}),
       });
     }
     return out;
