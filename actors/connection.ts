@@ -481,10 +481,22 @@ export class Connection {
   }
 
   async #replay(): Promise<void> {
+    // At or below the remote's seen point: it holds them, only the ack was
+    // lost (it died between commit and ack); count them as acked.
+    const held = new Map<string, { re: string; th?: string }>();
     const entries = await this.#o.store.replay(
       this.#peer!.key,
       this.#theirSeen,
+      (e) => {
+        if (e.t === "msg" || e.t === "state") {
+          held.set(
+            e.id,
+            e.th === undefined ? { re: e.id } : { re: e.id, th: e.th },
+          );
+        }
+      },
     );
+    for (const ack of held.values()) this.#o.onAck?.(this, ack);
     await this.#writeEntries(entries);
   }
 
@@ -830,6 +842,7 @@ export class Connection {
     // The admission may have awaited: the connection may have ended since.
     if (this.state !== "auth") return;
     this.#authed = true;
+    this.#t.authenticated?.(); // out of the listener's pre-auth bounds
     await this.#o.onAuthenticated?.(this);
     if (this.state === "auth") this.#event({ type: "AUTH_OK" });
   }

@@ -16,6 +16,7 @@
  */
 
 import { randomBytes } from "node:crypto";
+import type { ConnectionLimits } from "./connection_gate.ts";
 import {
   type Delivery,
   Supervisor,
@@ -23,7 +24,11 @@ import {
 } from "./supervisor.ts";
 import type { Connection, ReceivedLine, RemoteHello } from "./connection.ts";
 import { PeerThreads } from "./peer_threads.ts";
-import { PeerBlobs } from "./peer_blobs.ts";
+import {
+  DEFAULT_UNFINISHED,
+  PeerBlobs,
+  type UnfinishedBlobLimits,
+} from "./peer_blobs.ts";
 import { InspectionHub } from "../inspector/inspection_hub.ts";
 import type { ConnectionTimeouts } from "./connection_machine.ts";
 import type { DialerTiming } from "./dialer_machine.ts";
@@ -71,7 +76,7 @@ import { blobPart, textPart } from "../wire/messages.ts";
 import { timestamp } from "../wire/time.ts";
 import { MAX_LINE_BYTES } from "../wire/frame.ts";
 import { validateMessage } from "../wire/validate.ts";
-import { CONTENT_TYPES } from "../wire/types.ts";
+import { CONTENT_TYPES, MESSAGE_TYPES } from "../wire/types.ts";
 import type {
   Err,
   Grant,
@@ -98,6 +103,13 @@ export interface PeerOptions {
   url?: string;
   /** Most traffic-log entries the store keeps (default 100,000). */
   maxLogEntries?: number;
+  /** Most traffic-log bytes the store keeps (default 256 MiB, `--max-log-bytes`). */
+  maxLogBytes?: number;
+  /**
+   * Bounds on unfinished incoming blobs: bytes per peer and in total, and
+   * how long one may sit without a chunk (README "Limits").
+   */
+  unfinishedBlobs?: UnfinishedBlobLimits;
   /** Our name in hello. */
   name?: string;
   /** Our about line in hello. */
@@ -125,6 +137,11 @@ export interface PeerOptions {
    */
   addr?: string;
   /**
+   * Bounds on accepted connections, per listener: open at once, and still
+   * in hello/auth in total and per source address (README "Limits").
+   */
+  limits?: ConnectionLimits;
+  /**
    * Return (or resolve with) a refusal detail to refuse a peer after its
    * auth; asked after the admission policy (`accept`) admitted it.
    */
@@ -147,8 +164,14 @@ export interface PeerOptions {
    * them: exec, fs:read, fs:write (`--serve`). None by default.
    */
   serve?: string[];
-  /** The root exec and fs requests are confined to (`--root`; default cwd). */
+  /**
+   * The root exec and fs requests are confined to (`--root`). Required to
+   * serve fs:read or fs:write; exec runs in the working directory without
+   * it. The awp home is never served, whatever the root.
+   */
   root?: string;
+  /** Environment variables exec passes on beyond the minimal set (`--exec-env-pass`). */
+  execEnvPass?: string[];
   /** Exec timeout override in ms (tests; requests say `timeout` in s). */
   execTimeoutMs?: number;
   /** Publish a signed presence document (`--presence`, AWP_PRESENCE=1). */
@@ -274,6 +297,9 @@ const DEFAULT_CAPS = [
   "presence",
   "mirror",
 ];
+/** The types this peer understands; others are ignored (and not logged). */
+const KNOWN_TYPES: ReadonlySet<string> = new Set(MESSAGE_TYPES);
+
 /** Received lines store.receive logs itself (content, and private). */
 const LOGGED_BY_RECEIVE: ReadonlySet<string> = new Set([
   ...CONTENT_TYPES,
@@ -357,7 +383,34 @@ function checkTrustOptions(options: PeerOptions): void {
         })`,
       );
     }
+    if (cap.startsWith("fs:") && !options.root) {
+      // The working directory is too easy to get wrong (it may hold the home).
+      throw new TypeError(
+        `Peer.open: serving ${cap} needs root: the directory fs requests are confined to (--root DIR)`,
+      );
+    }
   }
+}
+
+/**
+ * Directories no request may reach, whatever the root: this peer's home
+ * or temp dir and the default homes (they hold identity keys).
+ */
+function protectedDirs(options: PeerOptions, temp?: string): string[] {
+  const env = (name: string) => {
+    try {
+      return Deno.env.get(name);
+    } catch {
+      return undefined; // no --allow-env
+    }
+  };
+  const home = env("HOME");
+  return [
+    options.home,
+    temp,
+    env("AWP_HOME"),
+    home ? `${home}/.awp` : undefined,
+  ].filter((d): d is string => typeof d === "string" && d !== "");
 }
 
 interface PendingSpool {
@@ -396,10 +449,14 @@ export class Peer {
   #tempRoot: string | undefined;
   /** The retention timer (expireOutbox soon after open, then hourly). */
   #retention: ReturnType<typeof setTimeout> | undefined;
+  /** The timer of {@link Peer.#expireBlobs}. */
+  #blobExpiry: ReturnType<typeof setTimeout> | undefined;
   #maxBlob: number;
   #subs = new Set<EventQueue<PeerEvent>>();
   #early: PeerEvent[] | undefined = [];
   #sendTurn: Promise<void> = Promise.resolve();
+  /** Served results, queued one at a time (see {@link Peer.#reply}). */
+  #replyTurn: Promise<void> = Promise.resolve();
   #acked = new Set<string>();
   #ackWaiters = new Map<string, Set<() => void>>();
   #sentTo = new Map<string, string>();
@@ -434,6 +491,9 @@ export class Peer {
       store,
       blobsDir: dirs.blobs,
       maxBlobBytes: this.#maxBlob,
+      ...(options.unfinishedBlobs
+        ? { unfinished: options.unfinishedBlobs }
+        : {}),
       ...(options.inspect ? { inspect: options.inspect } : {}),
       parentId: (peer) => this.#parentId(peer),
       emit: (event) => this.#emit(event),
@@ -477,6 +537,8 @@ export class Peer {
     this.#requests = new RequestServer({
       serve: options.serve,
       root: options.root,
+      protect: protectedDirs(options, dirs.temp),
+      execEnvPass: options.execEnvPass,
       spoolDir: `${dirs.spool}/served`,
       execTimeoutMs: options.execTimeoutMs,
       capsOf: (peer, presented) => this.#trust.capsOf(peer, presented),
@@ -530,6 +592,7 @@ export class Peer {
       caCerts: options.caCerts,
       tls: options.tls,
       addr: options.addr,
+      limits: options.limits,
       admit: (remote, context) => this.#admit(remote, context),
       grants: (remote) => this.#trust.toPresent(remote.key),
       shares: () => this.#ext.hosts,
@@ -627,6 +690,9 @@ export class Peer {
       ...(options.maxLogEntries !== undefined
         ? { maxLogEntries: options.maxLogEntries }
         : {}),
+      ...(options.maxLogBytes !== undefined
+        ? { maxLogBytes: options.maxLogBytes }
+        : {}),
     });
     try {
       const seed = await store.identity(() =>
@@ -649,6 +715,7 @@ export class Peer {
       const peer = new Peer(signer, store, options, dirs, hosts);
       peer.#sup.start();
       peer.#retain(5_000, options.retentionMs ?? 7 * 86_400_000);
+      peer.#expireBlobs();
       await peer.#sup.loadQuiet();
       await peer.#redialKnown();
       return peer;
@@ -1486,6 +1553,18 @@ export class Peer {
 
   // ---- internals ----
 
+  /** Drops unfinished incoming blobs past their TTL, now and then. */
+  #expireBlobs(): void {
+    const ttl = this.#o.unfinishedBlobs?.ttlMs ?? DEFAULT_UNFINISHED.ttlMs;
+    const every = Math.max(1_000, Math.min(ttl / 2, 600_000));
+    const timer = setTimeout(() => {
+      this.#expireBlobs();
+      this.#blobs.expireUnfinished().catch(() => {});
+    }, every);
+    Deno.unrefTimer(timer);
+    this.#blobExpiry = timer;
+  }
+
   /** Runs store retention after `delayMs`, then hourly, until close. */
   #retain(delayMs: number, retentionMs: number): void {
     const timer = setTimeout(() => {
@@ -1498,6 +1577,7 @@ export class Peer {
 
   async #close(): Promise<void> {
     clearTimeout(this.#retention);
+    clearTimeout(this.#blobExpiry);
     this.#ext.close();
     // Running commands are killed; their results are still queued.
     await this.#requests.close();
@@ -1541,11 +1621,44 @@ export class Peer {
   }
 
   /** A served request's result: a msg re the request, files as blobs. */
-  async #reply(
+  #reply(
     peer: string,
     reply: ResultReply,
     files: Attachment[],
   ): Promise<void> {
+    // One at a time: each checks the spool after the one before queued.
+    const turn = this.#replyTurn.then(() => this.#replyNow(peer, reply, files));
+    this.#replyTurn = turn.catch(() => {});
+    return turn;
+  }
+
+  async #replyNow(
+    peer: string,
+    reply: ResultReply,
+    files: Attachment[],
+  ): Promise<void> {
+    const full = files.length > 0
+      ? await this.#blobs.outgoingOver(
+        peer,
+        files.reduce((n, f) => n + f.size, 0),
+      )
+      : undefined;
+    if (full !== undefined) {
+      // A remote's requests must not fill our disk: the result says so.
+      reply = {
+        ...reply,
+        parts: [
+          { k: "text", text: `result not sent: ${full}` },
+          {
+            k: "data",
+            mime: reply.parts.find((p) => p.k === "data")?.mime ??
+              "application/json",
+            data: { error: full },
+          } as Part,
+        ],
+      };
+      files = [];
+    }
     await this.#sendTo(peer, "", {
       thread: reply.th,
       re: reply.re,
@@ -1754,6 +1867,14 @@ export class Peer {
     if (m.t === "chunk") {
       const { data: _, ...rest } = m;
       bare = rest;
+    } else if (dir === "in" && !KNOWN_TYPES.has(m.t)) {
+      // Ignored (unknown type): its body is not ours to keep; only a note.
+      bare = {
+        t: m.t.slice(0, 64),
+        ...(typeof m.id === "string" ? { id: m.id.slice(0, 64) } : {}),
+        ignored: true,
+        bytes: raw.length,
+      };
     }
     if (this.#o.lineEvents && !HANDSHAKE.has(m.t)) {
       this.#emit(

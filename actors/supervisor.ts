@@ -32,6 +32,7 @@
  * @module
  */
 
+import type { ConnectionLimits } from "./connection_gate.ts";
 import {
   type Actor,
   type AnyActorRef,
@@ -185,6 +186,8 @@ export interface SupervisorOptions {
   caCerts?: string[];
   /** WebSocket binding: certificate chain and key (PEM) for wss listeners. */
   tls?: { cert: string; key: string };
+  /** Bounds on accepted connections, per listener (connection_gate.ts). */
+  limits?: ConnectionLimits;
   /** Return (or resolve with) a refusal detail to refuse a peer after its auth. */
   admit?(
     remote: RemoteHello,
@@ -510,7 +513,11 @@ export class Supervisor {
     const listener = await listen(
       address,
       (t) => this.#adopt(t, false),
-      { allowPublic: this.#o.allowPublic, ...this.#o.tls },
+      {
+        allowPublic: this.#o.allowPublic,
+        limits: this.#o.limits,
+        ...this.#o.tls,
+      },
     );
     this.#listeners.add(listener);
     this.#o.addr ??= listener.addr;
@@ -1033,17 +1040,27 @@ export class Supervisor {
       dialer.learn(remote.addr);
     }
     dialer?.connected();
-    void this.#rememberPeer(remote, conn.dialed);
+    // The address we dialed stays first: Peer.connect's own record of it
+    // may be overwritten by this one, which read the record before.
+    void this.#rememberPeer(
+      remote,
+      conn.dialed,
+      conn.dialed ? remoteAddr : undefined,
+    );
   }
 
-  async #rememberPeer(remote: RemoteHello, dialed: boolean): Promise<void> {
+  async #rememberPeer(
+    remote: RemoteHello,
+    dialed: boolean,
+    dialedAddr?: string,
+  ): Promise<void> {
     try {
       const store = this.#o.store;
       const known = await store.peer(remote.key);
       const now = Date.now();
       const addresses = [...(known?.addresses ?? [])];
       const dialerAddrs = this.#dialers.get(remote.key)?.addresses ?? [];
-      for (const a of [...dialerAddrs, remote.addr].reverse()) {
+      for (const a of [dialedAddr, ...dialerAddrs, remote.addr].reverse()) {
         if (!a) continue;
         const i = addresses.indexOf(a);
         if (i >= 0) addresses.splice(i, 1);

@@ -47,6 +47,8 @@ import {
   parseHttpHead,
   writeFrame,
 } from "./websocket_frames.ts";
+import { ConnectionGate, type ConnectionLimits } from "./connection_gate.ts";
+import { softFdLimit } from "./fd_limit.ts";
 // A cycle with transport.ts (which dispatches ws: here): safe, as neither
 // module uses the other while it is being evaluated.
 import {
@@ -76,6 +78,8 @@ export interface WebSocketListenOptions {
   cert?: string;
   /** TLS private key (PEM), required for wss. */
   key?: string;
+  /** Bounds on accepted connections, as for TCP (connection_gate.ts). */
+  limits?: ConnectionLimits;
 }
 
 const READ_BYTES = 64 * 1024;
@@ -85,6 +89,8 @@ const BATCH_BYTES = 256 * 1024;
 const DIAL_TIMEOUT_MS = 30_000;
 /** How long an accepted connection may take to send its upgrade request. */
 const UPGRADE_TIMEOUT_MS = 10_000;
+const ACCEPT_BACKOFF_MS = 10;
+const ACCEPT_BACKOFF_CAP_MS = 1_000;
 /** How long a polite close frame may take before the socket just closes. */
 const CLOSE_MS = 1_000;
 const NEWLINE = 0x0a;
@@ -621,20 +627,38 @@ export function listenWebSocket(
   } as Address);
   const path = a.path.split("?")[0];
   let closed = false;
+  // The same bounds as TCP; the HTTP upgrade counts as handshake time.
+  const gate = new ConnectionGate(options.limits, softFdLimit());
   const done = (async () => {
-    try {
-      for await (const conn of inner) {
-        const remote = conn.remoteAddr as Deno.NetAddr;
-        if (
-          !a.secure && !options.allowPublic && !isPrivateHost(remote.hostname)
-        ) {
-          conn.close();
-          continue;
-        }
-        void upgrade(conn, path, addr, onTransport);
+    let backoff = ACCEPT_BACKOFF_MS;
+    while (!closed) {
+      let conn: Deno.Conn;
+      try {
+        conn = await inner.accept();
+      } catch {
+        if (closed) break; // accept fails once the listener is closed
+        // Out of file descriptors or reset before taken: pause, go on.
+        await new Promise((r) => setTimeout(r, backoff));
+        backoff = Math.min(backoff * 2, ACCEPT_BACKOFF_CAP_MS);
+        continue;
       }
-    } catch {
-      // accept fails once the listener is closed
+      backoff = ACCEPT_BACKOFF_MS;
+      const remote = conn.remoteAddr as Deno.NetAddr;
+      if (
+        !a.secure && !options.allowPublic && !isPrivateHost(remote.hostname)
+      ) {
+        conn.close();
+        continue;
+      }
+      const ticket = gate.admit(addrText(remote));
+      if (ticket === undefined) {
+        conn.close(); // over a bound: the descriptor comes back at once
+        continue;
+      }
+      void upgrade(conn, path, addr, (t) => onTransport(gate.wrap(t, ticket)))
+        .then((upgraded) => {
+          if (!upgraded) ticket.release();
+        });
     }
   })();
   return {
@@ -650,13 +674,16 @@ export function listenWebSocket(
   };
 }
 
-/** The server side of the opening handshake on one accepted socket. */
+/**
+ * The server side of the opening handshake on one accepted socket; true
+ * once the socket is handed to `onTransport` as a WebSocket.
+ */
 async function upgrade(
   conn: Deno.Conn,
   path: string,
   addr: string,
   onTransport: (t: Transport) => void,
-): Promise<void> {
+): Promise<boolean> {
   const result = await bounded(
     conn,
     UPGRADE_TIMEOUT_MS,
@@ -668,7 +695,7 @@ async function upgrade(
     try {
       conn.close();
     } catch { /* closed */ }
-    return;
+    return false;
   }
   const answer = async (status: string, text: string, extra = "") => {
     const body = `${text}\n`;
@@ -682,6 +709,7 @@ async function upgrade(
     try {
       conn.close();
     } catch { /* closed */ }
+    return false;
   };
   const [method, target] = head.start.split(" ");
   const h = head.headers;
@@ -719,7 +747,7 @@ async function upgrade(
     try {
       conn.close();
     } catch { /* closed */ }
-    return;
+    return false;
   }
   try {
     onTransport(
@@ -731,4 +759,5 @@ async function upgrade(
       ),
     );
   } catch { /* a throwing owner must not stop serving */ }
+  return true;
 }

@@ -298,3 +298,30 @@ Deno.test("a protocol error (an unmasked frame from a client) ends the connectio
     await listener.done;
   }
 });
+
+Deno.test("ws listeners keep TCP's connection bounds: over the per-host handshake cap a socket is closed at once", async () => {
+  const listener = await listen("ws://127.0.0.1:0/awp", (t) => t.close(), {
+    limits: { maxUnauthenticatedPerHost: 1 },
+  });
+  const port = Number(new URL(listener.addr).port);
+  const first = await Deno.connect({ hostname: "127.0.0.1", port });
+  const second = await Deno.connect({ hostname: "127.0.0.1", port });
+  try {
+    // The first is still in its (HTTP) handshake: the second is refused at
+    // once (without the cap it would wait for the 10 s upgrade timeout).
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const got = await Promise.race([
+      second.read(new Uint8Array(16)),
+      new Promise<"timeout">((r) =>
+        timer = setTimeout(() => r("timeout"), 3000)
+      ),
+    ]);
+    clearTimeout(timer);
+    assert.equal(got, null);
+  } finally {
+    first.close();
+    second.close();
+    listener.close();
+    await listener.done;
+  }
+});
