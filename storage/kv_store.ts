@@ -87,6 +87,7 @@ import type {
   PeerRecord,
   ReceiveExtras,
   ReceiveOutcome,
+  RequestRecord,
   Store,
   ThreadPatch,
   ThreadRecord,
@@ -1496,6 +1497,37 @@ export class KvStore implements Store {
     );
   }
 
+  /** Stores a request journal record, replacing the previous one. */
+  putRequest(record: RequestRecord): Promise<void> {
+    try {
+      requireText(record?.peer, "putRequest: peer");
+      requireText(record.re, "putRequest: re");
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#put(requestKey(record.peer, record.re, record.part), record);
+  }
+
+  /** The journal record of part `part` of msg `re` from `peer`. */
+  request(
+    peer: string,
+    re: string,
+    part: number,
+  ): Promise<RequestRecord | undefined> {
+    return this.#read<RequestRecord>(requestKey(peer, re, part));
+  }
+
+  /** Every request journal record. */
+  requests(): Promise<RequestRecord[]> {
+    return this.#collect<RequestRecord>(["req"], 4);
+  }
+
+  /** Removes a request journal record. */
+  dropRequest(peer: string, re: string, part: number): Promise<void> {
+    const key = requestKey(peer, re, part);
+    return this.#submit(false, (tx) => tx.deleteRecord(key));
+  }
+
   getMeta<T>(name: string): Promise<T | undefined> {
     return this.#read<T>(["meta", keyText(name)]);
   }
@@ -1529,6 +1561,11 @@ export class KvStore implements Store {
     ) out.push(value as T);
     return out;
   }
+}
+
+/** The key of a request journal record. */
+function requestKey(peer: string, re: string, part: number): Key {
+  return ["req", keyText(peer), keyText(re), part];
 }
 
 /** Where a blob transfer record is stored. */
