@@ -330,6 +330,8 @@ const EARLY_EVENTS = 10_000;
 const ACKED_MEMORY = 10_000;
 /** A thread's record is rewritten at most this often by sends alone. */
 const TOUCH_EVERY_MS = 1_000;
+/** Measures line sizes. */
+const utf8 = new TextEncoder();
 
 const MIME: Record<string, string> = {
   txt: "text/plain",
@@ -955,9 +957,11 @@ export class Peer {
       throw new TypeError(`send: invalid msg: ${invalid}`);
     }
     // id, ts and the envelope add well under 200 bytes.
+    // UTF-8 takes at most 3 bytes per UTF-16 unit: most lines need no encode.
+    const json = JSON.stringify(fields);
     if (
-      new TextEncoder().encode(JSON.stringify(fields)).length >
-        MAX_LINE_BYTES - 200
+      json.length * 3 > MAX_LINE_BYTES - 200 &&
+      utf8.encode(json).length > MAX_LINE_BYTES - 200
     ) {
       await release();
       throw new Error(
@@ -1725,6 +1729,9 @@ export class Peer {
     for (const q of this.#subs) q.push(event);
   }
 
+  /** The last `to` found to be a well-formed key. */
+  #lastKey: string | undefined;
+
   /** Resolves `to` to a key: key, alias, name, or unique key prefix. */
   async #resolve(to: string): Promise<string> {
     if (typeof to !== "string" || to === "") {
@@ -1732,7 +1739,12 @@ export class Peer {
         "peer: give a key, a unique key prefix (4+ chars), a name or an alias",
       );
     }
-    if (isKey(to)) return to;
+    // A burst names the same key each time: check its form once.
+    if (to === this.#lastKey) return to;
+    if (isKey(to)) {
+      this.#lastKey = to;
+      return to;
+    }
     const records = await this.#store.peers();
     const byAlias = records.filter((p) => p.alias === to);
     if (byAlias.length === 1) return byAlias[0].key;
