@@ -88,6 +88,7 @@ export {
   AddressError,
   formatAddress,
   parseAddress,
+  type WebSocketAddress,
 } from "./wire/address.ts";
 export { timestamp } from "./wire/time.ts";
 export { StoreUnavailableError } from "./storage/open_store.ts";

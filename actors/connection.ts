@@ -399,6 +399,10 @@ export class Connection {
             ? `read error: ${error.message}`
             : "peer closed the connection",
         }),
+      // A framing fault below the line layer (WebSocket): same answer.
+      onFrameError: (code, detail) => {
+        if (!this.#done) this.#fail(code, detail);
+      },
     });
   }
 

@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { Transport } from "./transport.ts";
+import type { Transport, TransportHandlers } from "./transport.ts";
 
 /** The bounds of one listener; see the README's "Limits" table.
  *
@@ -168,12 +168,9 @@ class GatedTransport implements Transport {
     return this.#inner.closed;
   }
 
-  start(handlers: {
-    onData(chunk: Uint8Array): void | Promise<void>;
-    onEnd(error?: Error): void;
-  }): void {
+  start(handlers: TransportHandlers): void {
     this.#inner.start({
-      onData: handlers.onData,
+      ...handlers, // onFrameError too (the WebSocket binding)
       onEnd: (error) => {
         this.#ticket.release();
         handlers.onEnd(error);

@@ -127,6 +127,16 @@ export interface PeerOptions {
   dialer?: { timing?: Partial<DialerTiming>; random?: () => number };
   /** Allow plain TCP with public addresses. */
   allowPublic?: boolean;
+  /** WebSocket binding: extra CA certificates (PEM) trusted when dialing wss. */
+  caCerts?: string[];
+  /** WebSocket binding: certificate chain and key (PEM) for wss listeners. */
+  tls?: { cert: string; key: string };
+  /**
+   * Our reachable address sent as hello.addr, e.g. the public
+   * `wss://host/awp` of a reverse proxy in front of a `ws://127.0.0.1`
+   * listener. Default: the first listener's address.
+   */
+  addr?: string;
   /**
    * Bounds on accepted connections, per listener: open at once, and still
    * in hello/auth in total and per source address (README "Limits").
@@ -263,6 +273,12 @@ export interface Sent {
 export interface PeerInfo extends PeerRecord {
   /** True while a connection to it is open. */
   connected: boolean;
+  /**
+   * Not connected, and the last dial reached an HTTP front that refused the
+   * WebSocket upgrade (a sleeping host): still retried with backoff.
+   * Always set by {@link Peer.peers}.
+   */
+  waking?: boolean;
   /** While we keep failing to dial it: since when (ISO time), and why. */
   unreachable?: { since: string; error?: string };
 }
@@ -597,6 +613,9 @@ export class Peer {
       maxUnsentBytes: options.maxUnsentBytes,
       dialer: options.dialer,
       allowPublic: options.allowPublic,
+      caCerts: options.caCerts,
+      tls: options.tls,
+      addr: options.addr,
       limits: options.limits,
       admit: (remote, context) => this.#admit(remote, context),
       grants: (remote) => this.#trust.toPresent(remote.key),
@@ -1221,6 +1240,7 @@ export class Peer {
       return {
         ...p,
         connected: up.has(p.key),
+        waking: !up.has(p.key) && this.#sup.isWaking(p.key),
         ...(down
           ? {
             unreachable: {

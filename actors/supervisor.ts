@@ -50,7 +50,13 @@ import {
 import type { ConnectionTimeouts } from "./connection_machine.ts";
 import { Dialer } from "./dialer.ts";
 import type { DialerTiming } from "./dialer_machine.ts";
-import { dial, listen, type Listener, type Transport } from "./transport.ts";
+import {
+  dial,
+  listen,
+  type Listener,
+  type Transport,
+  TransportError,
+} from "./transport.ts";
 import type {
   OutboxDraft,
   OutboxEntry,
@@ -179,6 +185,10 @@ export interface SupervisorOptions {
   dialer?: { timing?: Partial<DialerTiming>; random?: () => number };
   /** Allow plaintext TCP with public addresses (see actors/transport.ts). */
   allowPublic?: boolean;
+  /** WebSocket binding: extra CA certificates (PEM) trusted when dialing wss. */
+  caCerts?: string[];
+  /** WebSocket binding: certificate chain and key (PEM) for wss listeners. */
+  tls?: { cert: string; key: string };
   /** Bounds on accepted connections, per listener (connection_gate.ts). */
   limits?: ConnectionLimits;
   /** Return (or resolve with) a refusal detail to refuse a peer after its auth. */
@@ -369,6 +379,8 @@ export class Supervisor {
   #connections = new Set<Connection>();
   #active = new Map<string, Active>();
   #dialers = new Map<string, Dialer>();
+  /** Peers whose last dial reached an HTTP front that refused the upgrade. */
+  #waking = new Set<string>();
   /** Cancels of {@link connectUntilUp} calls in progress. */
   #addressDials = new Set<() => void>();
   /** Peers to keep connected whether or not anything is wanted. */
@@ -476,6 +488,15 @@ export class Supervisor {
   }
 
   /**
+   * True while `peer`'s last dial got an HTTP answer instead of a WebSocket
+   * upgrade (502/503/504 from a sleeping host's front): retried with
+   * backoff like any failed dial, shown as "waking".
+   */
+  isWaking(peer: string): boolean {
+    return this.#waking.has(peer);
+  }
+
+  /**
    * Since when `peer` cannot be reached, and why, while its dialer keeps
    * failing; undefined when connected or not being dialed.
    */
@@ -500,7 +521,11 @@ export class Supervisor {
     const listener = await listen(
       address,
       (t) => this.#adopt(t, false),
-      { allowPublic: this.#o.allowPublic, limits: this.#o.limits },
+      {
+        allowPublic: this.#o.allowPublic,
+        limits: this.#o.limits,
+        ...this.#o.tls,
+      },
     );
     this.#listeners.add(listener);
     this.#o.addr ??= listener.addr;
@@ -523,6 +548,7 @@ export class Supervisor {
     const transport = await dial(address, {
       allowPublic: this.#o.allowPublic,
       signal: options.signal,
+      caCerts: this.#o.caCerts,
     });
     const conn = this.#adopt(transport, true, options.present);
     // Abort only cancels a handshake: once open, the connection stays.
@@ -833,6 +859,9 @@ export class Supervisor {
         try {
           await this.connect(address, { signal, expect: peer });
         } catch (error) {
+          if (error instanceof TransportError && error.waking) {
+            this.#waking.add(peer);
+          } else if (!signal.aborted) this.#waking.delete(peer);
           if (!signal.aborted) {
             this.#emit({
               type: "dial_failed",
@@ -1000,6 +1029,7 @@ export class Supervisor {
   #established(conn: Connection, remote: RemoteHello, remoteAddr: string) {
     const peer = remote.key;
     if (this.#active.get(peer)?.conn !== conn) return;
+    this.#waking.delete(peer);
     this.#inspect?.register(conn.actor, {
       label: `peer ${remote.name ?? peer.slice(0, 16)}`,
     });

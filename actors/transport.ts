@@ -1,5 +1,7 @@
 /**
- * Byte transports for the plain bindings (SPEC 4.2): TCP and Unix sockets.
+ * Byte transports for the plain bindings (SPEC 4.2): TCP and Unix sockets;
+ * `ws:`/`wss:` addresses go to the WebSocket binding
+ * (actors/websocket_transport.ts) behind the same interface.
  *
  * A {@link Transport} moves already-encoded frames; framing and meaning live
  * in `wire/` and the connection actor. Reads are a `conn.read()` loop (not
@@ -22,6 +24,23 @@ import {
 } from "../wire/address.ts";
 import { ConnectionGate, type ConnectionLimits } from "./connection_gate.ts";
 import { softFdLimit } from "./fd_limit.ts";
+import { dialWebSocket, listenWebSocket } from "./websocket_transport.ts";
+
+/** What the owner of a {@link Transport} is told. */
+export interface TransportHandlers {
+  onData(chunk: Uint8Array): void | Promise<void>;
+  onEnd(error?: Error): void;
+  /**
+   * A framing violation below the line layer (the WebSocket binding: a
+   * binary message, a newline inside a message, a message over 1 MiB).
+   * The owner answers as it does to the same fault in a byte stream (err,
+   * then close). Byte-stream transports never call it.
+   */
+  onFrameError?(
+    code: "bad_frame" | "too_large",
+    detail: string,
+  ): void | Promise<void>;
+}
 
 /** A connected byte stream carrying encoded frames. */
 export interface Transport {
@@ -34,10 +53,7 @@ export interface Transport {
    * more (read backpressure). `onEnd` is called once, at EOF, on a read
    * error, or after {@link Transport.close}.
    */
-  start(handlers: {
-    onData(chunk: Uint8Array): void | Promise<void>;
-    onEnd(error?: Error): void;
-  }): void;
+  start(handlers: TransportHandlers): void;
   /**
    * The remote passed auth: it no longer counts as unauthenticated against
    * the listener's bounds (accepted transports only).
@@ -73,12 +89,18 @@ export interface DialOptions {
   allowPublic?: boolean;
   /** Aborts the connect attempt. */
   signal?: AbortSignal;
+  /** wss: extra trusted CA certificates (PEM), e.g. a private CA. */
+  caCerts?: string[];
 }
 
 /** Options of {@link listen}. */
 export interface ListenOptions {
   /** Accept plaintext TCP from public addresses (else env AWP_ALLOW_PLAINTEXT=1). */
   allowPublic?: boolean;
+  /** wss: the TLS certificate chain (PEM). */
+  cert?: string;
+  /** wss: the TLS private key (PEM). */
+  key?: string;
   /** Bounds on open and unauthenticated connections (see connection_gate.ts). */
   limits?: ConnectionLimits;
 }
@@ -92,6 +114,11 @@ export class TransportError extends Error {
   /** The address text involved. */
   readonly address: string;
   /**
+   * The host answered HTTP but refused the WebSocket upgrade (502, 503,
+   * 504...): a sleeping host being woken. Retried like any failed dial.
+   */
+  readonly waking: boolean;
+  /**
    * @example
    * ```ts
    * import { TransportError } from "./transport.ts";
@@ -99,10 +126,16 @@ export class TransportError extends Error {
    * console.assert(e.message === "dial tcp:127.0.0.1:1: connection refused");
    * ```
    */
-  constructor(address: string, op: string, reason: string) {
+  constructor(
+    address: string,
+    op: string,
+    reason: string,
+    options: { waking?: boolean } = {},
+  ) {
     super(`${op} ${address}: ${reason}`);
     this.name = "TransportError";
     this.address = address;
+    this.waking = options.waking ?? false;
   }
 }
 
@@ -324,6 +357,9 @@ export async function dial(
 ): Promise<Transport> {
   const a: Address = parseAddress(address);
   const allowPublic = plaintextAllowed(options.allowPublic);
+  if (a.kind === "ws") {
+    return dialWebSocket(address, a, { ...options, allowPublic });
+  }
   if (
     a.kind === "tcp" && !allowPublic && isIpLiteral(a.host) &&
     !isPrivateHost(a.host)
@@ -387,6 +423,12 @@ export async function listen(
 ): Promise<Listener> {
   const a = parseAddress(address);
   const allowPublic = plaintextAllowed(options.allowPublic);
+  if (a.kind === "ws") {
+    return listenWebSocket(address, a, onTransport, {
+      ...options,
+      allowPublic,
+    });
+  }
   let inner: Deno.Listener;
   if (a.kind === "unix") {
     inner = await listenUnix(address, a.path);

@@ -7,8 +7,8 @@
  * bench/results.json. `--quick` runs each workload once with small counts
  * (a smoke test) and leaves out the micro-benchmarks unless named in
  * `--only`. Workloads: throughput_tcp, throughput_unix, latency, blob,
- * blob_memory, blob_interleave, handshake, resume, reconnect, idle, cli,
- * inspect, micro.
+ * blob_memory, blob_interleave, websocket, handshake, resume, reconnect, idle,
+ * cli, inspect, micro.
  *
  * @example
  * ```sh
@@ -41,6 +41,7 @@ import { cliStartWorkload } from "./workloads/cli_start.ts";
 import { inspectionWorkload } from "./workloads/inspection.ts";
 import { microWorkload } from "./workloads/micro.ts";
 import { hostileWorkload } from "./workloads/hostile.ts";
+import { websocketWorkload } from "./workloads/websocket.ts";
 
 /** Every workload, in run order. */
 export const WORKLOADS: readonly Workload[] = [
@@ -50,6 +51,7 @@ export const WORKLOADS: readonly Workload[] = [
   blobWorkload,
   blobMemoryWorkload,
   blobInterleaveWorkload,
+  websocketWorkload,
   handshakeWorkload,
   resumeWorkload,
   reconnectWorkload,

@@ -320,7 +320,7 @@ class ProgressBars {
 
 /** A malformed address is a usage error, caught before the daemon is involved. */
 function checkAddress(text: string, always = false): void {
-  if (!always && !/^(tcp|unix):/i.test(text)) return; // a peer name or key
+  if (!always && !/^(tcp|unix|wss?):/i.test(text)) return; // a peer name or key
   try {
     parseAddress(text);
   } catch (error) {
@@ -350,7 +350,9 @@ export const COMMANDS: Record<string, Command> = {
     usage:
       "awp up [--name NAME] [--about TEXT] [--listen ADDR]... [--max-blob BYTES] [--presence] [--no-relay]\n" +
       "       [--trust KEY]... [--accept any|allowlist] [--allow KEY]... [--serve CAPS] [--root DIR]\n" +
-      "       [--store URL] [--inspect[=HOST:PORT]] [--allow-host HOST]... [--web[=HOST:PORT]] [--web-write]",
+      "       [--store URL] [--inspect[=HOST:PORT]] [--allow-host HOST]... [--web[=HOST:PORT]] [--web-write]\n" +
+      "       [--cert FILE --key FILE] [--ca FILE]... [--advertise ADDR]\n" +
+      "ADDR: tcp:HOST:PORT, unix:/path, ws://HOST:PORT/path or wss://HOST:PORT/path",
     flags: DAEMON_FLAGS.filter((f) => f.name !== "log"),
     help: DAEMON_CONFIG_HELP +
       "\nWhen the daemon is already running, the flags apply from its next start (awp down; awp up ...).",
@@ -543,7 +545,8 @@ export const COMMANDS: Record<string, Command> = {
   },
   connect: {
     summary: "connect to a peer by address or known name",
-    usage: "awp connect [--wait] [--timeout 1m] ADDRESS",
+    usage: "awp connect [--wait] [--timeout 1m] ADDRESS\n" +
+      "ADDRESS: tcp:HOST:PORT, unix:/path, ws://HOST:PORT/path, wss://HOST:PORT/path, or a known name",
     help:
       "A peer that does not answer is dialed again and again by the daemon until it\n" +
       "does; the command says so and exits 0, or with --wait waits for it (exit 2\n" +
@@ -1212,6 +1215,8 @@ interface ThreadRow {
 function peerLine(out: Output, p: PeerSummary): string {
   const state = p.connected
     ? out.green("connected")
+    : p.waking
+    ? `waking${p.unreachable ? ` since ${p.unreachable.since}` : ""}`
     : p.unreachable
     ? `unreachable since ${p.unreachable.since}${
       p.unreachable.error ? ` (${p.unreachable.error})` : ""

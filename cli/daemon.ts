@@ -38,6 +38,7 @@ import type {
   WaitResult,
 } from "./protocol.ts";
 import { PeerNameError, resolvePeer } from "./resolve_peer.ts";
+import { readTlsFiles } from "./tls_files.ts";
 
 /** How the daemon starts. */
 export interface DaemonOptions {
@@ -86,6 +87,13 @@ export interface DaemonOptions {
   web?: string;
   /** The dashboard may send, set states and grant. */
   webWrite?: boolean;
+  /** hello.addr instead of the first listener's address (`--advertise`). */
+  advertise?: string;
+  /** WebSocket binding: CA files (PEM) trusted when dialing wss (`--ca`). */
+  ca?: string[];
+  /** WebSocket binding: TLS certificate and key files for wss listeners. */
+  cert?: string;
+  key?: string;
   /** Resolves when the daemon is up, with its status (tests, embedding). */
   onReady?(status: StatusResult): void;
 }
@@ -273,6 +281,10 @@ class Daemon {
         ...(o.execEnvPass ? { execEnvPass: o.execEnvPass } : {}),
         ...(this.#presence ? { presence: true } : {}),
         ...(this.#relay ? {} : { relayPresence: false }),
+        ...(o.advertise ? { addr: o.advertise } : {}),
+        ...await readTlsFiles(o).catch((error) => {
+          throw new DaemonConfigError(error.message);
+        }),
       };
       applyBounds(peerOpts, o.bounds);
       let config: Config = {};
@@ -1127,6 +1139,7 @@ class Daemon {
         ...(p.alias ? { alias: p.alias } : {}),
         ...(p.about ? { about: p.about } : {}),
         connected: p.connected,
+        ...(p.waking ? { waking: true } : {}),
         addresses: p.addresses,
         queued: (await this.#peer.store.outbox(p.key)).length,
         openThreads: mine.filter((t) =>

@@ -45,6 +45,10 @@ export const DAEMON_FLAGS: readonly FlagSpec[] = [
   { name: "store", type: "string" },
   { name: "web", type: "optional" },
   { name: "web-write", type: "boolean" },
+  { name: "ca", type: "list" },
+  { name: "advertise", type: "string" },
+  { name: "cert", type: "string" },
+  { name: "key", type: "string" },
 ];
 
 /**
@@ -76,6 +80,11 @@ export const DAEMON_CONFIG_HELP = [
   "  default 8 MiB), --max-serving N (profile requests served at once, default 8)",
   "--web[=HOST:PORT]  serve the dashboard (default 127.0.0.1:7788); --web-write lets",
   "                   the page send, set states and grant",
+  "--cert/--key FILE  TLS certificate chain and key (PEM) for wss:// listeners;",
+  "--ca FILE          a CA certificate (PEM) trusted when dialing wss:// besides",
+  "                   the system store (repeatable)",
+  "--advertise ADDR   the address peers should dial back (hello.addr), e.g. the",
+  "                   public wss:// URL of a proxy in front of a ws:// listener",
   "",
   "${home}/config.json (read at daemon start; flags and the environment win over it,",
   "it wins over what earlier flags remembered):",
@@ -113,6 +122,13 @@ export interface DaemonFlagValues {
   web?: string;
   /** The dashboard may write. */
   webWrite?: true;
+  /** WebSocket binding: CA files trusted for wss (absolute). */
+  ca?: string[];
+  /** hello.addr instead of the first listener's address. */
+  advertise?: string;
+  /** WebSocket binding: TLS certificate and key files for wss (absolute). */
+  cert?: string;
+  key?: string;
 }
 
 /**
@@ -194,12 +210,17 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
   if (accept !== undefined && accept !== "any" && accept !== "allowlist") {
     throw new UsageError(`bad --accept "${accept}": use any or allowlist`);
   }
-  for (const addr of args.list("listen")) {
+  const advertise = args.string("advertise");
+  for (
+    const addr of [...args.list("listen"), ...(advertise ? [advertise] : [])]
+  ) {
     try {
       parseAddress(addr);
     } catch (error) {
       throw new UsageError(
-        `bad --listen: ${error instanceof Error ? error.message : error}`,
+        `bad --${addr === advertise ? "advertise" : "listen"}: ${
+          error instanceof Error ? error.message : error
+        }`,
       );
     }
   }
@@ -207,6 +228,11 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
   if (store !== undefined) checkStoreUrl(store);
   const root = args.string("root");
   if (root === "") throw new UsageError("--root needs a directory");
+  const cert = args.string("cert");
+  const key = args.string("key");
+  if (!cert !== !key) {
+    throw new UsageError("--cert and --key go together (wss:// listeners)");
+  }
   const bounds = parseBoundFlags(args);
   const envPass = (args.string("exec-env-pass") ?? "").split(",")
     .map((n) => n.trim()).filter(Boolean);
@@ -239,6 +265,9 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
     ...(store ? { store } : {}),
     ...(args.has("web") ? { web: args.string("web") ?? "" } : {}),
     ...(args.bool("web-write") ? { webWrite: true as const } : {}),
+    ca: args.list("ca").map(absolute),
+    ...(advertise ? { advertise } : {}),
+    ...(cert && key ? { cert: absolute(cert), key: absolute(key) } : {}),
   };
 }
 
@@ -278,5 +307,8 @@ export function daemonFlagArgv(v: DaemonFlagValues): string[] {
   if (v.store) out.push("--store", v.store);
   if (v.web !== undefined) out.push(v.web ? `--web=${v.web}` : "--web");
   if (v.webWrite) out.push("--web-write");
+  for (const f of v.ca ?? []) out.push("--ca", f);
+  if (v.advertise) out.push("--advertise", v.advertise);
+  if (v.cert && v.key) out.push("--cert", v.cert, "--key", v.key);
   return out;
 }

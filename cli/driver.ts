@@ -12,6 +12,7 @@
 
 import { raiseFdLimit } from "../actors/fd_limit.ts";
 import type { Peer } from "../actors/peer.ts";
+import { readTlsFiles, type TlsTexts } from "./tls_files.ts";
 import type { PeerEvent } from "../actors/peer_events.ts";
 import { StoreUnavailableError } from "../storage/open_store.ts";
 import { parseAddress } from "../wire/address.ts";
@@ -41,7 +42,7 @@ const LINE_RECV_SKIP: ReadonlySet<string> = new Set([
 ]);
 
 export const DRIVER_USAGE =
-  `usage: awp driver --state DIR [--name N] [--ping-interval S] [--max-blob B] [--trust KEY] [--about T] [--store URL] [--after SEQ] [-v] listen ADDR | connect ADDR
+  `usage: awp driver --state DIR [--name N] [--ping-interval S] [--max-blob B] [--trust KEY] [--about T] [--store URL] [--after SEQ] [--ca FILE] [--cert FILE --key FILE] [-v] listen ADDR | connect ADDR
 
 A peer driven over stdin/stdout, one JSON object per line each way.
 commands: send {th,text,subject?,re?,parts?}, state {th,state,note?}, blob {th,path,text?},
@@ -51,7 +52,9 @@ recv of a msg or state carries "seq"; after a restart (even kill -9) the driver
 first repeats every msg/state after the last seq it wrote out (at least once:
 dedup by seq), or after --after SEQ, the last one the application handled.
 --store URL keeps the state in a remote Deno KV through KV Connect (https://...,
-token in DENO_KV_ACCESS_TOKEN); spool and blobs stay in --state DIR.`;
+token in DENO_KV_ACCESS_TOKEN); spool and blobs stay in --state DIR.
+ADDR may be ws://HOST:PORT/path or wss://...: --cert/--key (PEM) serve wss,
+--ca FILE trusts a private CA when dialing wss.`;
 
 const FLAGS: FlagSpec[] = [
   { name: "state", type: "string" },
@@ -62,6 +65,9 @@ const FLAGS: FlagSpec[] = [
   { name: "about", type: "string" },
   { name: "verbose", short: "v", type: "boolean" },
   { name: "store", type: "string" },
+  { name: "ca", type: "list" },
+  { name: "cert", type: "string" },
+  { name: "key", type: "string" },
   { name: "after", type: "string" },
 ];
 
@@ -150,8 +156,14 @@ export async function driverMain(args: string[]): Promise<number> {
   }
   let pingS: number | undefined;
   let maxBlob: number | undefined;
+  let tls: TlsTexts;
   let after: number | undefined;
   try {
+    tls = await readTlsFiles({
+      ca: parsed.list("ca"),
+      cert: parsed.string("cert"),
+      key: parsed.string("key"),
+    });
     pingS = positiveNumber(parsed.string("ping-interval"), "--ping-interval");
     maxBlob = positiveNumber(parsed.string("max-blob"), "--max-blob");
     after = positiveNumber(parsed.string("after"), "--after");
@@ -171,6 +183,7 @@ export async function driverMain(args: string[]): Promise<number> {
     verbose: parsed.bool("verbose"),
     trust: parsed.list("trust"),
     store: parsed.string("store"),
+    tls,
     ...(after !== undefined ? { after } : {}),
   });
   const [mode, addr] = parsed.positionals as ["listen" | "connect", string];
@@ -186,6 +199,7 @@ interface DriverOptions {
   verbose: boolean;
   trust: string[];
   store?: string;
+  tls: TlsTexts;
   /** Replay msg/state events after this seq (default: the saved cursor). */
   after?: number;
 }
@@ -245,6 +259,7 @@ class Driver {
         ...(this.#o.pingIntervalMs !== undefined
           ? { timeouts: { pingInterval: this.#o.pingIntervalMs } }
           : {}),
+        ...this.#o.tls,
       }, this.#o.store);
     } catch (error) {
       writeLine(

@@ -132,6 +132,9 @@ async function daemonCommand(argv: string[], out: Output): Promise<number> {
     ...(v.bounds ? { bounds: v.bounds } : {}),
     ...(v.web !== undefined ? { web: v.web } : {}),
     ...(v.webWrite ? { webWrite: true } : {}),
+    ...(v.ca?.length ? { ca: v.ca } : {}),
+    ...(v.advertise ? { advertise: v.advertise } : {}),
+    ...(v.cert && v.key ? { cert: v.cert, key: v.key } : {}),
     announce: !v.log,
   });
 }

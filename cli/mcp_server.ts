@@ -224,7 +224,7 @@ function sendStatus(r: SendResult): string {
 
 function peerLine(p: PeerSummary): string {
   return `- ${peerLabel(p.key, p.alias ?? p.name)}: ${
-    p.connected ? "connected" : "away"
+    p.connected ? "connected" : p.waking ? "waking" : "away"
   }, ${p.openThreads} open threads, ${p.unread} unread, ${p.queued} queued${
     p.caps.length ? `, holds ${p.caps.join(",")} on you` : ""
   }`;

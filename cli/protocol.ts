@@ -14,6 +14,8 @@ export interface PeerSummary {
   alias?: string;
   about?: string;
   connected: boolean;
+  /** Not connected; the last dial hit a sleeping host's HTTP front (ws:/wss:). */
+  waking?: boolean;
   addresses: string[];
   /** Unacked outbox lines. */
   queued: number;

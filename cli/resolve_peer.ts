@@ -36,7 +36,7 @@ export type ResolvedPeer =
 const KEY_PREFIX = "ed25519:";
 
 function isAddress(text: string): boolean {
-  return /^(tcp|unix):/.test(text);
+  return /^(tcp|unix|wss?):/.test(text);
 }
 
 function one(

@@ -13,6 +13,7 @@ import {
 } from "./report.ts";
 import { ConformError, DEFAULT_TIMEOUT_MS, runConformance } from "./runner.ts";
 import { SCENARIOS } from "./scenarios.ts";
+import { readTlsFiles } from "../cli/tls_files.ts";
 
 /**
  * The usage text of `awp conform`.
@@ -27,7 +28,8 @@ export const CONFORM_USAGE = `usage: awp conform [options] ADDR
        awp conform [options] --listen ADDR --run 'CMD {addr}' [--driver]
        awp conform --list
 
-Checks that the peer at ADDR (tcp:HOST:PORT or unix:/path) speaks AWP v0:
+Checks that the peer at ADDR (tcp:HOST:PORT, unix:/path, ws://HOST:PORT/path
+or wss://HOST:PORT/path) speaks AWP v0:
 one connection per scenario. With --listen the runner listens instead,
 starts CMD with {addr} replaced by its address, and runs the scenarios that
 fit one connection in turn.
@@ -42,6 +44,8 @@ options:
   --trace           print every line sent and received on stderr
   --driver          the --run command speaks the stdin/stdout driver contract
                     (enables the replay scenario)
+  --ca FILE         trust this CA certificate (PEM) when dialing wss://
+  --cert/--key FILE the runner's TLS certificate and key for --listen wss://
   -h, --help        show this help`;
 
 class UsageError extends Error {}
@@ -51,6 +55,9 @@ interface ParsedArgs {
   listen?: string;
   run?: string;
   driver: boolean;
+  ca: string[];
+  cert?: string;
+  key?: string;
   scenarios: string[];
   timeoutMs: number;
   json: boolean;
@@ -73,6 +80,7 @@ function parseTimeout(text: string): number {
 function parseArgs(args: string[]): ParsedArgs {
   const out: ParsedArgs = {
     driver: false,
+    ca: [],
     scenarios: [],
     timeoutMs: DEFAULT_TIMEOUT_MS,
     json: false,
@@ -113,6 +121,15 @@ function parseArgs(args: string[]): ParsedArgs {
       case "--driver":
         out.driver = true;
         break;
+      case "--ca":
+        out.ca.push(value());
+        break;
+      case "--cert":
+        out.cert = value();
+        break;
+      case "--key":
+        out.key = value();
+        break;
       case "--json":
         out.json = true;
         break;
@@ -149,6 +166,9 @@ function parseArgs(args: string[]): ParsedArgs {
   }
   if (out.run !== undefined && out.listen === undefined) {
     throw new UsageError("--run needs --listen ADDR");
+  }
+  if (!out.cert !== !out.key) {
+    throw new UsageError("--cert and --key go together");
   }
   if (out.driver && out.run === undefined) {
     throw new UsageError("--driver needs --listen and --run");
@@ -209,7 +229,11 @@ export async function conformMain(args: string[]): Promise<number> {
   }
   const text = !parsed.json;
   try {
+    const tls = await readTlsFiles(parsed).catch((e) => {
+      throw new ConformError(e.message);
+    });
     const report = await runConformance({
+      ...tls,
       address: parsed.address,
       listen: parsed.listen,
       run: parsed.run,

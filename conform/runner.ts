@@ -68,6 +68,10 @@ export interface ConformOptions {
   timeoutMs?: number;
   /** The runner's identity; a fresh key when absent. */
   signer?: Signer;
+  /** wss: extra CA certificates (PEM) trusted when dialing (`--ca`). */
+  caCerts?: string[];
+  /** wss in listen mode: the runner's certificate and key (PEM). */
+  tls?: { cert: string; key: string };
   /** Receives one trace line per line sent and received (`--trace`). */
   trace?: (line: string) => void;
   /** Called once the target is known (listen mode: after binding). */
@@ -489,6 +493,7 @@ class Session {
   firstPeer: PeerInfo | undefined;
   driver: DriverHandle | undefined;
   #dialAddress: string | undefined;
+  #caCerts: string[] | undefined;
   #accepted: Transport[] = [];
   #acceptWaiter: (() => void) | undefined;
   spawned: SpawnedPeer | undefined;
@@ -504,6 +509,7 @@ class Session {
     this.trace = options.trace;
     this.onPeer = options.onPeer;
     this.#dialAddress = options.address;
+    this.#caCerts = options.caCerts;
   }
 
   /** Listener callback: queues accepted connections. */
@@ -524,7 +530,12 @@ class Session {
   /** Dial mode: a new connection. */
   async dialNew(): Promise<Wire> {
     try {
-      return this.#adopt(await dial(this.#dialAddress!, { allowPublic: true }));
+      return this.#adopt(
+        await dial(this.#dialAddress!, {
+          allowPublic: true,
+          caCerts: this.#caCerts,
+        }),
+      );
     } catch (e) {
       throw new ConformError(e instanceof Error ? e.message : String(e));
     }
@@ -1063,6 +1074,7 @@ export async function runConformance(
   try {
     listener = await listen(target, (t) => session.accept(t), {
       allowPublic: true,
+      ...options.tls,
     });
   } catch (e) {
     throw new ConformError(e instanceof Error ? e.message : String(e));

@@ -110,3 +110,49 @@ Deno.test("isPrivateHost classifies private and public hosts", () => {
   for (const h of privateHosts) assert.equal(isPrivateHost(h), true, h);
   for (const h of publicHosts) assert.equal(isPrivateHost(h), false, h);
 });
+
+Deno.test("ws:// and wss:// addresses: parsed, defaults, round trip, bad forms", () => {
+  assert.deepEqual(parseAddress("ws://127.0.0.1:0/awp"), {
+    kind: "ws",
+    secure: false,
+    host: "127.0.0.1",
+    port: 0,
+    path: "/awp",
+  });
+  assert.deepEqual(parseAddress("wss://box.example.dev/awp?room=1"), {
+    kind: "ws",
+    secure: true,
+    host: "box.example.dev",
+    port: 443,
+    path: "/awp?room=1",
+  });
+  assert.deepEqual(parseAddress("ws://[::1]:8080"), {
+    kind: "ws",
+    secure: false,
+    host: "::1",
+    port: 8080,
+    path: "/",
+  });
+  for (
+    const text of [
+      "ws://127.0.0.1:7000/awp",
+      "wss://box.example.dev/awp",
+      "ws://[::1]:8080/",
+    ]
+  ) {
+    assert.equal(formatAddress(parseAddress(text)), text);
+  }
+  assert.equal(
+    formatAddress(parseAddress("wss://x.dev:443/a")),
+    "wss://x.dev/a",
+  );
+  const bad: Array<[string, RegExp]> = [
+    ["ws://user:pw@host/awp", /user info is not allowed/],
+    ["wss://host/awp#frag", /fragments are not allowed/],
+    ["ws:/host", /expected ws:\/\/HOST:PORT\/path/],
+    ["ws://host:99999/", /invalid WebSocket URL/],
+  ];
+  for (const [text, pattern] of bad) {
+    assert.throws(() => parseAddress(text), pattern, text);
+  }
+});

@@ -1,6 +1,7 @@
 /**
  * Issue 8 in CI: `mod.ts conform` run as a user runs it, against our own
- * driver (`mod.ts driver`), in both modes, over TCP and a Unix socket.
+ * driver (`mod.ts driver`), in both modes, over TCP, a Unix socket and the
+ * WebSocket binding (ws: on loopback).
  * Every scenario must pass; only the ones a mode cannot run are skipped.
  */
 import assert from "node:assert/strict";
@@ -41,11 +42,13 @@ function statuses(report: Report): Record<string, string> {
 
 const BREAKING = ["version", "auth-bad-sig", "bad-frame", "too-large"];
 
-for (const transport of ["tcp", "unix"] as const) {
+for (const transport of ["tcp", "unix", "ws"] as const) {
   Deno.test(`conform dials our driver over ${transport}: every scenario passes`, async () => {
     const state = await Deno.makeTempDir();
     const addr = transport === "tcp"
       ? "tcp:127.0.0.1:0"
+      : transport === "ws"
+      ? "ws://127.0.0.1:0/awp"
       : `unix:${state}/peer.sock`;
     const driver = new JsonLineChild([
       "run",
@@ -91,6 +94,8 @@ for (const transport of ["tcp", "unix"] as const) {
     const state = await Deno.makeTempDir();
     const listen = transport === "tcp"
       ? "tcp:127.0.0.1:0"
+      : transport === "ws"
+      ? "ws://127.0.0.1:0/conform"
       : `unix:${state}/runner.sock`;
     try {
       const report = await conform([

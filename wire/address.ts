@@ -1,6 +1,7 @@
 /**
- * Transport addresses as text: `tcp:HOST:PORT`, `tcp:[IPv6]:PORT` and
- * `unix:/path`. Pure: parsing and classification only, no I/O.
+ * Transport addresses as text: `tcp:HOST:PORT`, `tcp:[IPv6]:PORT`,
+ * `unix:/path`, and the WebSocket binding's `ws://HOST:PORT/path` and
+ * `wss://HOST:PORT/path`. Pure: parsing and classification only, no I/O.
  *
  * SPEC 3 calls an address opaque to the protocol; these are the plain
  * bindings of SPEC 4.2, which the reference only allows on private networks
@@ -12,7 +13,20 @@
 /** A parsed transport address. */
 export type Address =
   | { kind: "tcp"; host: string; port: number }
-  | { kind: "unix"; path: string };
+  | { kind: "unix"; path: string }
+  | WebSocketAddress;
+
+/**
+ * A `ws://` or `wss://` address: `secure` for wss (TLS). `port` is the
+ * URL's port or the scheme's default (80, 443); `path` keeps the query.
+ */
+export interface WebSocketAddress {
+  kind: "ws";
+  secure: boolean;
+  host: string;
+  port: number;
+  path: string;
+}
 
 /** A malformed address; the message is one line naming the problem. */
 export class AddressError extends Error {
@@ -35,7 +49,8 @@ export class AddressError extends Error {
   }
 }
 
-const FORMS = "expected tcp:HOST:PORT, tcp:[IPv6]:PORT or unix:/path";
+const FORMS =
+  "expected tcp:HOST:PORT, tcp:[IPv6]:PORT, unix:/path, ws://HOST:PORT/path or wss://HOST:PORT/path";
 
 const HOST_NAME =
   /^(?=.{1,253}$)[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?(\.[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?)*\.?$/;
@@ -65,6 +80,7 @@ export function parseAddress(text: string): Address {
   }
   const scheme = text.slice(0, colon);
   const rest = text.slice(colon + 1);
+  if (scheme === "ws" || scheme === "wss") return parseWebSocketAddress(text);
   if (scheme === "unix") {
     if (rest === "") throw new AddressError(text, "empty unix socket path");
     if (rest.includes("\0")) {
@@ -131,6 +147,7 @@ export function parseAddress(text: string): Address {
  */
 export function formatAddress(a: Address): string {
   if (a.kind === "unix") return `unix:${a.path}`;
+  if (a.kind === "ws") return formatWebSocketAddress(a);
   const host = a.host.includes(":") ? `[${a.host}]` : a.host;
   return `tcp:${host}:${a.port}`;
 }
@@ -219,4 +236,44 @@ function parseIpv6(text: string): number[] | undefined {
     ...new Array(8 - head.length - tail.length).fill(0),
     ...tail,
   ];
+}
+
+/**
+ * Parses `ws://HOST[:PORT][/path]` or `wss://...` with the WHATWG URL
+ * parser; user info and fragments are refused (a token belongs in the
+ * query or in hello, not in an address that is gossiped in hello.addr).
+ */
+function parseWebSocketAddress(text: string): WebSocketAddress {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new AddressError(text, "invalid WebSocket URL");
+  }
+  const secure = url.protocol === "wss:";
+  if (!text.startsWith(secure ? "wss://" : "ws://")) {
+    throw new AddressError(text, "expected ws://HOST:PORT/path");
+  }
+  if (url.username || url.password) {
+    throw new AddressError(text, "user info is not allowed in an address");
+  }
+  if (url.hash) throw new AddressError(text, "fragments are not allowed");
+  let host = url.hostname;
+  if (host.startsWith("[")) host = host.slice(1, -1);
+  if (host === "") throw new AddressError(text, "empty host");
+  const port = url.port === "" ? (secure ? 443 : 80) : Number(url.port);
+  return {
+    kind: "ws",
+    secure,
+    host,
+    port,
+    path: url.pathname + url.search,
+  };
+}
+
+function formatWebSocketAddress(a: WebSocketAddress): string {
+  const host = a.host.includes(":") ? `[${a.host}]` : a.host;
+  const fallback = a.secure ? 443 : 80;
+  const port = a.port === fallback ? "" : `:${a.port}`;
+  return `${a.secure ? "wss" : "ws"}://${host}${port}${a.path}`;
 }

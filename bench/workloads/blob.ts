@@ -60,7 +60,7 @@ export async function fileSha256(path: string): Promise<string> {
 }
 
 /** Sends `path` and waits for the receiver's `blob` event; checks it. */
-async function transfer(
+export async function transfer(
   sender: JsonProcess,
   receiver: JsonProcess,
   path: string,
