@@ -71,6 +71,7 @@ import { blobPart, textPart } from "../wire/messages.ts";
 import { timestamp } from "../wire/time.ts";
 import { MAX_LINE_BYTES } from "../wire/frame.ts";
 import { validateMessage } from "../wire/validate.ts";
+import type { SamvadAgent, SamvadOptions } from "../samvad/samvad_agent.ts";
 import { CONTENT_TYPES } from "../wire/types.ts";
 import type {
   Err,
@@ -375,6 +376,7 @@ export class Peer {
   #trust: PeerTrust;
   #requests: RequestServer;
   #ext: PeerExtensions;
+  #samvad: Promise<SamvadAgent> | undefined;
 
   private constructor(
     signer: Signer,
@@ -1396,6 +1398,26 @@ export class Peer {
     return this.#closing;
   }
 
+  /**
+   * This peer as a SAMVAD agent (its Ed25519 key is its SAMVAD key): call
+   * SAMVAD agents, serve the bridge. The first call loads the SAMVAD
+   * module (ajv, jose); later calls return the same agent (their options
+   * are ignored).
+   *
+   * @example
+   * ```ts ignore
+   * const samvad = await peer.samvad();
+   * const result = await samvad.call("agent://them.example", "echo", { text: "hi" });
+   * ```
+   */
+  samvad(options: SamvadOptions = {}): Promise<SamvadAgent> {
+    this.#open("samvad");
+    this.#samvad ??= import("../samvad/samvad_agent.ts").then((m) =>
+      new m.SamvadAgent(this, this.#signer, options)
+    );
+    return this.#samvad;
+  }
+
   // ---- internals ----
 
   /** Runs store retention after `delayMs`, then hourly, until close. */
@@ -1410,6 +1432,7 @@ export class Peer {
 
   async #close(): Promise<void> {
     clearTimeout(this.#retention);
+    await (await this.#samvad?.catch(() => undefined))?.close();
     this.#ext.close();
     // Running commands are killed; their results are still queued.
     await this.#requests.close();
