@@ -24,6 +24,7 @@ import {
   readDaemonConfig,
 } from "./daemon_config.ts";
 import { ensureSocketDir, homePaths } from "./home.ts";
+import type { SamvadFlagValues } from "./daemon_flags.ts";
 import type {
   InboxItem,
   PeerSummary,
@@ -70,6 +71,8 @@ export interface DaemonOptions {
   store?: string;
   /** Extra Host names the inspector answers (behind a proxy or tunnel). */
   allowHosts?: string[];
+  /** Serve the SAMVAD bridge from the start (`--samvad-listen`, `--samvad-skills`). */
+  samvad?: SamvadFlagValues;
   /** Resolves when the daemon is up, with its status (tests, embedding). */
   onReady?(status: StatusResult): void;
 }
@@ -320,6 +323,17 @@ class Daemon {
       } catch (error) {
         await this.#peer.close();
         return this.#fail(oneLine(error));
+      }
+      if (this.#o.samvad) {
+        try {
+          await this.#samvad(
+            { action: "serve", ...this.#o.samvad },
+            () => Promise.resolve(),
+          );
+        } catch (error) {
+          await this.#peer.close();
+          return this.#fail(`samvad: ${oneLine(error)}`);
+        }
       }
       if (this.#hub) {
         try {
@@ -672,9 +686,20 @@ class Daemon {
         return await this.#wait(a, emit, signal);
       case "read":
         return await this.#read(a);
+      case "samvad":
+        return await this.#samvad(a, emit);
       default:
         throw usage(`unknown control op "${req.op}"`);
     }
+  }
+
+  /** The SAMVAD bridge and calls (loaded on first use: ajv, jose). */
+  async #samvad(
+    a: Record<string, unknown>,
+    emit: (item: unknown) => Promise<void>,
+  ): Promise<unknown> {
+    const { samvadOp } = await import("../samvad/daemon_op.ts");
+    return await samvadOp(this.#peer, a, emit, (line) => this.#log(line));
   }
 
   /** Resolves a peer name to a known key (addresses included). */

@@ -35,6 +35,10 @@ export const DAEMON_FLAGS: readonly FlagSpec[] = [
   { name: "presence", type: "boolean" },
   { name: "no-relay", type: "boolean" },
   { name: "store", type: "string" },
+  { name: "samvad-listen", type: "string" },
+  { name: "samvad-skills", type: "string" },
+  { name: "samvad-to", type: "string" },
+  { name: "samvad-http-loopback", type: "boolean" },
 ];
 
 /**
@@ -63,6 +67,8 @@ export const DAEMON_CONFIG_HELP = [
   '   "listen": ["tcp:127.0.0.1:7000"], "presence": true, "relay": true,',
   '   "trust": ["ed25519:..."], "serve": ["fs:read"], "root": "/srv/work"}',
   "--name, --about and --listen are remembered for later starts.",
+  "--samvad-listen HOST:PORT --samvad-skills FILE [--samvad-to PEER] [--samvad-http-loopback]",
+  "                   also serve the SAMVAD bridge (see awp help samvad)",
 ].join("\n");
 
 /** The daemon flags, checked. */
@@ -85,6 +91,33 @@ export interface DaemonFlagValues {
   /** False under `--no-relay`. */
   relay?: false;
   store?: string;
+  /** Serve the SAMVAD bridge too (`--samvad-listen`, `--samvad-skills`). */
+  samvad?: SamvadFlagValues;
+}
+
+/** The `--samvad-*` flags: the bridge the daemon serves from its start. */
+export interface SamvadFlagValues {
+  listen: string;
+  /** Absolute. */
+  skills: string;
+  to?: string;
+  httpLoopback?: boolean;
+}
+
+function samvadFlags(args: Args): SamvadFlagValues | undefined {
+  const listen = args.string("samvad-listen");
+  const skills = args.string("samvad-skills");
+  if (listen === undefined && skills === undefined) return undefined;
+  if (!listen || !skills) {
+    throw new UsageError("--samvad-listen and --samvad-skills go together");
+  }
+  const to = args.string("samvad-to");
+  return {
+    listen,
+    skills: absolute(skills),
+    ...(to ? { to } : {}),
+    ...(args.bool("samvad-http-loopback") ? { httpLoopback: true } : {}),
+  };
 }
 
 /**
@@ -197,6 +230,7 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
     presence: args.bool("presence"),
     ...(args.bool("no-relay") ? { relay: false as const } : {}),
     ...(store ? { store } : {}),
+    ...(samvadFlags(args) ? { samvad: samvadFlags(args) } : {}),
   };
 }
 
@@ -230,5 +264,11 @@ export function daemonFlagArgv(v: DaemonFlagValues): string[] {
   if (v.presence) out.push("--presence");
   if (v.relay === false) out.push("--no-relay");
   if (v.store) out.push("--store", v.store);
+  if (v.samvad) {
+    out.push("--samvad-listen", v.samvad.listen);
+    out.push("--samvad-skills", v.samvad.skills);
+    if (v.samvad.to) out.push("--samvad-to", v.samvad.to);
+    if (v.samvad.httpLoopback) out.push("--samvad-http-loopback");
+  }
   return out;
 }

@@ -115,6 +115,7 @@ async function daemonCommand(argv: string[], out: Output): Promise<number> {
     ...(v.store ? { store: v.store } : {}),
     ...(v.accept ? { accept: v.accept } : {}),
     ...(v.root ? { root: v.root } : {}),
+    ...(v.samvad ? { samvad: v.samvad } : {}),
     announce: !v.log,
   });
 }

@@ -19,7 +19,7 @@ import {
   activeKeys,
   type AgentCard,
   buildCard,
-  CardCache,
+  type CardCache,
   isLoopback,
   type SkillDef,
 } from "./card.ts";
@@ -180,7 +180,8 @@ export class SamvadBridge {
     if (colon <= 0 || !Number.isInteger(port) || port < 0 || port > 65535) {
       throw new Error(`bad --listen "${options.listen}": use HOST:PORT`);
     }
-    let bridge: SamvadBridge | undefined;
+    // Requests that come before the constructor ran wait for it.
+    const made = Promise.withResolvers<SamvadBridge>();
     const ready = Promise.withResolvers<Deno.NetAddr>();
     const server = Deno.serve({
       hostname,
@@ -194,7 +195,7 @@ export class SamvadBridge {
           },
           { status: 500 },
         ),
-    }, (req) => bridge!.#handle(req));
+    }, async (req) => (await made.promise).#handle(req));
     const addr = await ready.promise;
     const hostPort = `${
       addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname
@@ -218,7 +219,7 @@ export class SamvadBridge {
       ...(c.cardTTL !== undefined ? { cardTTL: c.cardTTL } : {}),
       bearer: c.skills.some((s) => s.trust === "authenticated"),
     });
-    bridge = new SamvadBridge(
+    const bridge = new SamvadBridge(
       deps,
       options,
       server,
@@ -226,6 +227,7 @@ export class SamvadBridge {
       `http://${hostPort}`,
       to,
     );
+    made.resolve(bridge);
     return bridge;
   }
 

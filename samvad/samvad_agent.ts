@@ -58,8 +58,8 @@ export interface ForwardRequest {
 export class SamvadAgent {
   readonly #peer: BridgePeer;
   readonly #signer: Signer;
-  readonly #o: SamvadOptions;
-  readonly #cards: CardCache;
+  #o: SamvadOptions;
+  #cards: CardCache;
   #client: SamvadClient | undefined;
   #bridge: SamvadBridge | undefined;
   #log: (line: string) => void = () => {};
@@ -75,6 +75,17 @@ export class SamvadAgent {
   get id(): string {
     return this.#o.id ?? this.#bridge?.card.id ??
       `agent://${this.kid.toLowerCase()}.awp.invalid`;
+  }
+
+  /**
+   * From now on, fetch cards over http and accept http callbacks for
+   * loopback hosts (tests and local setups; never for other hosts).
+   */
+  enableHttpLoopback(): void {
+    if (this.#o.httpLoopback) return;
+    this.#o = { ...this.#o, httpLoopback: true };
+    this.#cards = new CardCache({ httpLoopback: true });
+    this.#client = undefined;
   }
 
   /** The kid of this peer's key in our card. */

@@ -8,7 +8,6 @@
  */
 import assert from "node:assert/strict";
 import { Peer } from "../mod.ts";
-import type { PeerEvent } from "../actors/peer_events.ts";
 import { Signer } from "../wire/keys.ts";
 import { decodeBase64, encodeBase64 } from "../wire/base64.ts";
 import { signRequest } from "../samvad/http_signature.ts";
@@ -16,56 +15,8 @@ import { createDelegationToken } from "../samvad/delegation.ts";
 import type { BridgeConfig } from "../samvad/bridge_config.ts";
 import { parseBridgeConfig } from "../samvad/bridge_config.ts";
 import { SAMVAD_MIME } from "../samvad/samvad_agent.ts";
-import { SamvadError } from "../samvad/envelope.ts";
-
-const ECHO = {
-  id: "echo",
-  name: "Echo",
-  description: "Says the text back",
-  inputSchema: {
-    type: "object",
-    properties: { text: { type: "string", maxLength: 100 } },
-    required: ["text"],
-  },
-  outputSchema: {
-    type: "object",
-    properties: { text: { type: "string" } },
-    required: ["text"],
-  },
-};
-
-const SKILLS = [
-  ECHO,
-  { ...ECHO, id: "bad-output", name: "Bad output" },
-  { ...ECHO, id: "fail", name: "Fails" },
-];
-
-/** The AWP worker: answers threads the bridges open, by subject. */
-async function runWorker(w: Peer, events: AsyncIterableIterator<PeerEvent>) {
-  for await (const e of events) {
-    if (e.type !== "message" || !e.th.startsWith("samvad_")) continue;
-    const data = e.parts.find((p) => p.k === "data");
-    if (!data || data.k !== "data" || data.mime !== "application/json") {
-      continue;
-    }
-    const payload = data.data as { text: string };
-    if (e.subject === "fail") {
-      await w.setState(e.peer, e.th, "failed", "boom");
-      continue;
-    }
-    await w.setState(e.peer, e.th, "working");
-    await w.send(e.peer, `echoing ${payload.text}`, { thread: e.th });
-    const reply = e.subject === "bad-output"
-      ? { wrong: 1 }
-      : { text: payload.text };
-    await w.send(e.peer, "here", {
-      thread: e.th,
-      re: e.id,
-      parts: [{ k: "data", mime: "application/json", data: reply }],
-    });
-    await w.setState(e.peer, e.th, "done");
-  }
-}
+import { ECHO, runWorker, SKILLS } from "./helpers/samvad_worker.ts";
+import type { SamvadError } from "../samvad/envelope.ts";
 
 const TESTER = "agent://tester.example";
 const FLOOD = "agent://flood.example";
