@@ -22,11 +22,12 @@ const TESTER = "agent://tester.example";
 const FLOOD = "agent://flood.example";
 
 async function setUp() {
+  const release = Promise.withResolvers<void>();
   const tester = await Signer.generate();
   const flood = await Signer.generate();
   const w = await Peer.open({ memory: true, name: "worker" });
   const workerEvents = w.events();
-  const worker = runWorker(w, workerEvents);
+  const worker = runWorker(w, workerEvents, release.promise);
   const addr = await w.listen("tcp:127.0.0.1:0");
   const a = await Peer.open({ memory: true, name: "a" });
   const b = await Peer.open({ memory: true, name: "b" });
@@ -52,6 +53,7 @@ async function setUp() {
     config: parseBridgeConfig({ to: w.key, skills: [ECHO] }, "test"),
   });
   return {
+    release: () => release.resolve(),
     tester,
     flood,
     w,
@@ -130,6 +132,7 @@ Deno.test("samvad bridge: card, health, intro; A calls B sync, async (poll and c
       "echo",
       "bad-output",
       "fail",
+      "hold",
     ]);
     const [key] = card.publicKeys;
     assert.equal(key.active, true);
@@ -161,6 +164,27 @@ Deno.test("samvad bridge: card, health, intro; A calls B sync, async (poll and c
       { text: "later" },
     );
     assert.equal((await env.samvadA.taskStatus(B, taskId)).status, "done");
+
+    // The thread's states drive the task: pending, running on "working",
+    // done once the data reply comes.
+    const held = await env.samvadA.task(B, "hold", { text: "held" });
+    let status = (await env.samvadA.taskStatus(B, held.taskId)).status;
+    assert.ok(status === "pending" || status === "running", status);
+    while (status !== "running") {
+      await new Promise((r) => setTimeout(r, 10));
+      status = (await env.samvadA.taskStatus(B, held.taskId)).status;
+      assert.notEqual(status, "done");
+    }
+    env.release();
+    assert.deepEqual(
+      await env.samvadA.waitTask(B, "hold", held.taskId, { intervalMs: 20 }),
+      { text: "held" },
+    );
+    await assert.rejects(
+      env.samvadA.call(B, "hold", { text: "x" }),
+      (e: SamvadError) =>
+        e.code === "SCHEMA_INVALID" && /async/.test(e.message),
+    );
 
     const cb = await env.samvadA.taskWithCallback(B, "echo", { text: "cb" });
     const response = await cb.result;
@@ -207,6 +231,33 @@ Deno.test("samvad bridge: an AWP msg with a samvad data part is forwarded and an
       }
     }
     assert.deepEqual(states, ["working"]);
+
+    // A failing call is answered with {error} and the thread fails.
+    const more = env.w.events(); // the break above ended the first subscription
+    const bad = await env.w.send(env.a.key, "please call B", {
+      parts: [{
+        k: "data",
+        mime: SAMVAD_MIME,
+        data: { agent: env.bridgeB.card.id, skill: "nope" },
+      }],
+    });
+    let failedNote: string | undefined;
+    let errorReply: unknown;
+    for await (const e of more) {
+      if (e.type === "message" && e.th === bad.th && e.re === bad.id) {
+        const data = e.parts.find((p) => p.k === "data");
+        errorReply = data && data.k === "data" ? data.data : undefined;
+      }
+      if (e.type === "state" && e.th === bad.th && e.state === "failed") {
+        failedNote = e.note;
+        break;
+      }
+    }
+    assert.equal(
+      (errorReply as { error: { code: string } }).error.code,
+      "SKILL_NOT_FOUND",
+    );
+    assert.match(failedNote!, /^SKILL_NOT_FOUND: /);
     await events.return?.();
   } finally {
     await env.close();
@@ -291,6 +342,14 @@ Deno.test("samvad bridge: bad input gets SAMVAD's codes", async () => {
     );
     assert.equal(r.status, 400);
     assert.equal(codeOf(r), "SCHEMA_INVALID");
+
+    // A callback nobody awaits, or unsigned, is refused.
+    const stray = await fetch(`${env.bridgeB.url}/agent/callback`, {
+      method: "POST",
+      body: JSON.stringify({ traceId: "x", status: "ok", result: {} }),
+    });
+    assert.equal(stray.status, 400);
+    assert.equal((await stray.json()).error.code, "SCHEMA_INVALID");
 
     // Rate limit: 20 per sender per minute.
     let last;
