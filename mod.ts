@@ -66,11 +66,7 @@ export type {
 export type { SamvadBridge } from "./samvad/bridge.ts";
 export type { BridgeConfig } from "./samvad/bridge_config.ts";
 export type { AgentCard, SkillDef } from "./samvad/card.ts";
-export type {
-  CallOptions,
-  StreamEvent,
-  TaskRecord,
-} from "./samvad/client.ts";
+export type { CallOptions, StreamEvent, TaskRecord } from "./samvad/client.ts";
 export type {
   RequestEnvelope,
   ResponseEnvelope,
