@@ -42,7 +42,12 @@ async function setUp() {
       [TESTER]: encodeBase64(tester.publicKey),
       [FLOOD]: encodeBase64(flood.publicKey),
     },
-    skills: SKILLS,
+    tokens: ["open-sesame"],
+    skills: [
+      ...SKILLS,
+      { ...ECHO, id: "paid", trust: "authenticated" },
+      { ...ECHO, id: "inner", trust: "trusted-peers", allowedPeers: [TESTER] },
+    ],
   }, "test");
   const bridgeB = await samvadB.serve({
     listen: "127.0.0.1:0",
@@ -133,6 +138,8 @@ Deno.test("samvad bridge: card, health, intro; A calls B sync, async (poll and c
       "bad-output",
       "fail",
       "hold",
+      "paid",
+      "inner",
     ]);
     const [key] = card.publicKeys;
     assert.equal(key.active, true);
@@ -342,6 +349,34 @@ Deno.test("samvad bridge: bad input gets SAMVAD's codes", async () => {
     );
     assert.equal(r.status, 400);
     assert.equal(codeOf(r), "SCHEMA_INVALID");
+
+    // Trust tiers: a bearer token from "tokens"; a peer in allowedPeers.
+    r = await post(env, envelope(env, { skill: "paid" }));
+    assert.equal(r.status, 401);
+    assert.equal(codeOf(r), "AUTH_FAILED");
+    r = await post(
+      env,
+      envelope(env, {
+        skill: "paid",
+        auth: { scheme: "bearer", token: "wrong" },
+      }),
+    );
+    assert.equal(codeOf(r), "AUTH_FAILED");
+    r = await post(
+      env,
+      envelope(env, {
+        skill: "paid",
+        auth: { scheme: "bearer", token: "open-sesame" },
+      }),
+    );
+    assert.equal(r.status, 200);
+    r = await post(env, envelope(env, { skill: "inner" }));
+    assert.equal(r.status, 200);
+    r = await post(env, envelope(env, { from: FLOOD, skill: "inner" }), {
+      signer: env.flood,
+    });
+    assert.equal(r.status, 401);
+    assert.equal(codeOf(r), "AUTH_FAILED");
 
     // A callback nobody awaits, or unsigned, is refused.
     const stray = await fetch(`${env.bridgeB.url}/agent/callback`, {

@@ -160,6 +160,29 @@ Deno.test("cli: awp up --samvad-listen and awp samvad serve; samvad call sync, a
     ]);
     assert.equal(usage.code, 2);
     assert.match(usage.stderr, /not JSON/);
+    const noFile = await awp(hb, [
+      "samvad",
+      "serve",
+      "--listen",
+      "127.0.0.1:0",
+      "--skills",
+      `${hb}/none.json`,
+    ]);
+    assert.equal(noFile.code, 1);
+    assert.match(noFile.stderr.trim(), /^awp: cannot read .*none\.json/);
+    const twice = await awp(hb, [
+      "samvad",
+      "serve",
+      "--listen",
+      "127.0.0.1:0",
+      "--skills",
+      skills,
+    ]);
+    assert.equal(twice.code, 1);
+    assert.match(twice.stderr, /already running/);
+    const half = await awp(hb, ["up", "--samvad-listen", "127.0.0.1:0"]);
+    assert.equal(half.code, 2);
+    assert.match(half.stderr, /go together/);
   } finally {
     await down(ha);
     await down(hb);
