@@ -813,14 +813,25 @@ function wildcard(key: Uint8Array): Map<string, Uint8Array> {
   return map;
 }
 
+/** The body, refused past 1 MiB without reading the rest. */
 async function readBody(req: Request): Promise<Uint8Array> {
-  const length = Number(req.headers.get("content-length") ?? 0);
-  if (length > MAX_BODY_BYTES) {
-    throw new SamvadError("SCHEMA_INVALID", "the body is over 1 MiB");
+  const tooBig = () =>
+    new SamvadError("SCHEMA_INVALID", "the body is over 1 MiB");
+  if (Number(req.headers.get("content-length") ?? 0) > MAX_BODY_BYTES) {
+    throw tooBig();
   }
-  const bytes = new Uint8Array(await req.arrayBuffer());
-  if (bytes.length > MAX_BODY_BYTES) {
-    throw new SamvadError("SCHEMA_INVALID", "the body is over 1 MiB");
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of req.body ?? []) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) throw tooBig();
+    chunks.push(chunk);
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    bytes.set(c, at);
+    at += c.length;
   }
   return bytes;
 }

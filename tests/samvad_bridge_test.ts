@@ -315,6 +315,13 @@ Deno.test("samvad bridge: bad input gets SAMVAD's codes", async () => {
     assert.equal(r.status, 400);
     assert.equal(codeOf(r), "SCHEMA_INVALID");
 
+    r = await post(
+      env,
+      envelope(env, { payload: { text: "x".repeat(1 << 20) } }),
+    );
+    assert.equal(r.status, 400);
+    assert.match((r.body.error as { message: string }).message, /1 MiB/);
+
     r = await post(env, { hello: "world" });
     assert.equal(r.status, 400);
     assert.equal(codeOf(r), "SCHEMA_INVALID");
