@@ -446,7 +446,7 @@ export class SamvadBridge {
       "payload",
     );
     if (payloadProblem) throw new SamvadError("SCHEMA_INVALID", payloadProblem);
-    if (mode === "async" && env.callbackUrl !== undefined) {
+    if (mode === "async" && typeof env.callbackUrl === "string") {
       this.#checkCallbackUrl(env.callbackUrl);
     }
     return { envelope: env, skill, spanId };
@@ -860,7 +860,9 @@ function errorResponse(
   }
   return Response.json(
     {
-      ...(traceId !== undefined ? { traceId } : {}),
+      // SAMVAD's response schema requires a traceId: a new root when the
+      // request gave none we could read.
+      traceId: traceId ?? crypto.randomUUID(),
       spanId,
       status: "error",
       error: body,

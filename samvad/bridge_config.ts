@@ -71,12 +71,16 @@ export function parseBridgeConfig(value: unknown, where: string): BridgeConfig {
     const def = s as SkillDef;
     if (ids.has(def.id)) throw new Error(`${where}: skill "${def.id}" twice`);
     ids.add(def.id);
+    // Only the card's fields: SAMVAD's card schema allows no others.
     return {
-      ...def,
+      id: def.id,
       name: def.name ?? def.id,
       description: def.description ?? "",
+      inputSchema: def.inputSchema,
+      outputSchema: def.outputSchema,
       modes: def.modes ?? ["sync", "async", "stream"],
       trust: def.trust ?? "public",
+      ...(def.allowedPeers ? { allowedPeers: def.allowedPeers } : {}),
     } satisfies SkillDef;
   });
   for (
@@ -88,6 +92,23 @@ export function parseBridgeConfig(value: unknown, where: string): BridgeConfig {
   }
   if (c.id !== undefined && !/^agent:\/\/[^/\s]+$/.test(c.id as string)) {
     throw new Error(`${where}: "id" must be agent://HOST[:PORT]`);
+  }
+  if (
+    c.cardTTL !== undefined &&
+    !(Number.isInteger(c.cardTTL) && (c.cardTTL as number) >= 0)
+  ) {
+    throw new Error(`${where}: "cardTTL" must be a whole number of seconds`);
+  }
+  const limits = (c.rateLimit ?? {}) as Record<string, unknown>;
+  for (const [k, v] of Object.entries(limits)) {
+    if (
+      !["requestsPerMinute", "requestsPerSender", "tokensPerSenderPerDay"]
+        .includes(k) || !(Number.isInteger(v) && (v as number) >= 1)
+    ) {
+      throw new Error(
+        `${where}: "rateLimit.${k}" is not a SAMVAD limit (a whole number >= 1)`,
+      );
+    }
   }
   if (
     c.tokens !== undefined &&

@@ -159,9 +159,9 @@ const SKILL_SCHEMA = {
   type: "object",
   required: ["id", "inputSchema", "outputSchema"],
   properties: {
-    id: { type: "string", minLength: 1 },
-    name: { type: "string" },
-    description: { type: "string" },
+    id: { type: "string", minLength: 1, maxLength: 64 },
+    name: { type: "string", maxLength: 100 },
+    description: { type: "string", maxLength: 500 },
     inputSchema: { type: "object" },
     outputSchema: { type: "object" },
     modes: {

@@ -24,8 +24,8 @@ export interface RequestEnvelope {
   parentSpanId?: string | null;
   delegationToken?: string | null;
   auth?: { scheme: string; token?: string } | null;
-  callbackUrl?: string;
-  payload?: Record<string, unknown>;
+  callbackUrl?: string | null;
+  payload?: Record<string, unknown> | null;
 }
 
 /** An error as envelopes and task records carry it. */
@@ -136,9 +136,9 @@ const REQUEST_SCHEMA = {
   properties: {
     from: AGENT_ID,
     to: AGENT_ID,
-    skill: { type: "string", minLength: 1 },
+    skill: { type: "string", minLength: 1, maxLength: 64 },
     mode: { enum: ["sync", "async", "stream"] },
-    nonce: { type: "string", minLength: 1, maxLength: 256 },
+    nonce: { type: "string", minLength: 8, maxLength: 64 },
     timestamp: { type: "string", minLength: 1 },
     traceId: { type: "string", minLength: 1 },
     spanId: { type: "string", minLength: 1 },
@@ -148,8 +148,8 @@ const REQUEST_SCHEMA = {
       type: ["object", "null"],
       properties: { scheme: { type: "string" }, token: { type: "string" } },
     },
-    callbackUrl: { type: "string" },
-    payload: { type: "object" },
+    callbackUrl: { type: ["string", "null"] },
+    payload: { type: ["object", "null"] },
   },
 };
 
