@@ -550,12 +550,25 @@ export class SamvadBridge {
     const th = `samvad_${crypto.randomUUID()}`;
     return new Promise((resolve, reject) => {
       let settled = false;
-      const finish = (error?: unknown, result?: Record<string, unknown>) => {
+      const finish = (
+        error?: unknown,
+        result?: Record<string, unknown>,
+        tellPeer = false,
+      ) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
         off();
         this.#closing.signal.removeEventListener("abort", onClose);
+        if (tellPeer) {
+          // The AWP side learns why its work was not used.
+          this.#deps.peer.setState(
+            this.#to,
+            th,
+            "failed",
+            errorBodyOf(error).message,
+          ).catch(() => {});
+        }
         if (error) reject(error);
         else resolve(result!);
       };
@@ -571,6 +584,8 @@ export class SamvadBridge {
                 Math.round(timeoutMs / 1000)
               } s`,
             ),
+            undefined,
+            true,
           ),
         timeoutMs,
       );
@@ -608,6 +623,8 @@ export class SamvadBridge {
               "AGENT_UNAVAILABLE",
               `the AWP peer's reply fails the outputSchema: ${problem}`,
             ),
+            undefined,
+            true,
           );
         } else finish(undefined, data.data as Record<string, unknown>);
       });

@@ -406,11 +406,19 @@ Deno.test("samvad bridge: bad input gets SAMVAD's codes", async () => {
 
     // The AWP side: a reply that fails outputSchema, a failed thread.
     const B = env.bridgeB.card.id;
+    const seenByWorker = env.w.events();
     await assert.rejects(
       env.samvadA.call(B, "bad-output", { text: "x" }),
       (e: SamvadError) =>
         e.code === "AGENT_UNAVAILABLE" && /outputSchema/.test(e.message),
     );
+    // The worker is told its reply was refused.
+    for await (const e of seenByWorker) {
+      if (e.type === "state" && e.state === "failed") {
+        assert.match(e.note!, /outputSchema/);
+        break;
+      }
+    }
     const { taskId } = await env.samvadA.task(B, "fail", { text: "x" });
     await assert.rejects(
       env.samvadA.waitTask(B, "fail", taskId, { intervalMs: 20 }),
