@@ -837,20 +837,14 @@ async function readBody(req: Request): Promise<Uint8Array> {
   if (Number(req.headers.get("content-length") ?? 0) > MAX_BODY_BYTES) {
     throw tooBig();
   }
-  const chunks: Uint8Array[] = [];
+  const chunks: Uint8Array<ArrayBuffer>[] = [];
   let size = 0;
   for await (const chunk of req.body ?? []) {
     size += chunk.length;
     if (size > MAX_BODY_BYTES) throw tooBig();
     chunks.push(chunk);
   }
-  const bytes = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    bytes.set(c, at);
-    at += c.length;
-  }
-  return bytes;
+  return new Uint8Array(await new Blob(chunks).arrayBuffer());
 }
 
 function parseEnvelope(body: Uint8Array): RequestEnvelope | undefined {
