@@ -324,17 +324,6 @@ class Daemon {
         await this.#peer.close();
         return this.#fail(oneLine(error));
       }
-      if (this.#o.samvad) {
-        try {
-          await this.#samvad(
-            { action: "serve", ...this.#o.samvad },
-            () => Promise.resolve(),
-          );
-        } catch (error) {
-          await this.#peer.close();
-          return this.#fail(`samvad: ${oneLine(error)}`);
-        }
-      }
       if (this.#hub) {
         try {
           await this.#serveInspector(this.#o.inspect ?? "", []);
@@ -348,6 +337,20 @@ class Daemon {
         (req, emit, signal) => this.#handle(req, emit, signal),
       );
       const pump = this.#pump();
+      if (this.#o.samvad) {
+        // After the pump: the first events() subscriber gets the early events.
+        try {
+          await this.#samvad(
+            { action: "serve", ...this.#o.samvad },
+            () => Promise.resolve(),
+          );
+        } catch (error) {
+          await this.#control.close();
+          await this.#peer.close();
+          await pump;
+          return this.#fail(`samvad: ${oneLine(error)}`);
+        }
+      }
       const onSignal = () => this.#stop();
       Deno.addSignalListener("SIGINT", onSignal);
       Deno.addSignalListener("SIGTERM", onSignal);

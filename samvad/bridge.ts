@@ -187,14 +187,7 @@ export class SamvadBridge {
       hostname,
       port,
       onListen: (addr) => ready.resolve(addr as Deno.NetAddr),
-      onError: (error) =>
-        Response.json(
-          {
-            status: "error",
-            error: errorBodyOf(error),
-          },
-          { status: 500 },
-        ),
+      onError: (error) => errorResponse(error, undefined, crypto.randomUUID()),
     }, async (req) => (await made.promise).#handle(req));
     const addr = await ready.promise;
     const hostPort = `${

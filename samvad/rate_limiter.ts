@@ -14,6 +14,7 @@ export interface RateLimit {
 }
 
 const MINUTE_MS = 60_000;
+const MAX_TRACKED_SENDERS = 10_000;
 
 /**
  * Sliding-minute request counter per sender.
@@ -57,6 +58,16 @@ export class SenderRateLimiter {
     mine.push(now);
     this.#all.push(now);
     this.#bySender.set(sender, mine);
+    if (this.#bySender.size > MAX_TRACKED_SENDERS) this.#forgetIdle(since);
     return 0;
+  }
+
+  /** Drops senders with nothing in the last minute (memory stays bounded). */
+  #forgetIdle(since: number): void {
+    for (const [sender, times] of this.#bySender) {
+      if (times.length === 0 || times[times.length - 1] <= since) {
+        this.#bySender.delete(sender);
+      }
+    }
   }
 }
