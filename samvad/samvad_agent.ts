@@ -191,7 +191,12 @@ export class SamvadAgent {
     });
   }
 
-  /** Serves the bridge and forwards SAMVAD requests sent over AWP. One bridge per peer. */
+  /**
+   * Serves the bridge and forwards SAMVAD requests sent over AWP. One
+   * bridge per peer. The bridge subscribes to `peer.events()`: an
+   * application that wants the events from before its own first
+   * subscription subscribes before calling this.
+   */
   async serve(options: BridgeOptions): Promise<SamvadBridge> {
     if (this.#bridge) throw new Error("the SAMVAD bridge is already running");
     if (options.log) this.#log = options.log;
