@@ -58,6 +58,15 @@ function usageText(): string {
     `  ${
       "driver".padEnd(10)
     } run a peer driven over stdin/stdout (awp driver --help)`,
+    `  ${
+      "mcp".padEnd(10)
+    } serve MCP over stdio for a coding agent (awp mcp --help)`,
+    `  ${
+      "hook".padEnd(10)
+    } print what a coding agent's hook injects (awp hook --help)`,
+    `  ${
+      "bootstrap".padEnd(10)
+    } add awp to Claude Code, Codex, Cursor, Gemini (awp bootstrap --help)`,
     "",
     "Every command takes --home DIR (default $AWP_HOME, else ~/.awp), --json and --help.",
     "A peer is its name, an alias, a key prefix (4+ characters) or an address.",
@@ -185,6 +194,13 @@ export async function main(args: string[]): Promise<number> {
         return await conformMain(rest);
       case "driver":
         return await driverMain(rest);
+      // Loaded on demand: the MCP SDK and zod stay out of other commands.
+      case "mcp":
+        return await (await import("./mcp_server.ts")).mcpMain(rest);
+      case "hook":
+        return await (await import("./hook.ts")).hookMain(rest);
+      case "bootstrap":
+        return await (await import("./bootstrap.ts")).bootstrapMain(rest);
     }
     const command = COMMANDS[first];
     if (!command) {
