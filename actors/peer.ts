@@ -1376,6 +1376,33 @@ export class Peer {
     return [...await this.#trust.capsOf(key, presented)].sort();
   }
 
+  /**
+   * The last round trip to `peer` over its open connection, in ms
+   * (undefined while away or before the first pong).
+   *
+   * @example
+   * ```ts ignore
+   * console.log(peer.rtt(bob)); // 3
+   * ```
+   */
+  rtt(peer: string): number | undefined {
+    return this.#sup.connection(peer)?.rtt;
+  }
+
+  /**
+   * Turns `line` events on from now on, as `PeerOptions.lineEvents` does
+   * at open (a live traffic view attached to a running peer).
+   *
+   * @example
+   * ```ts ignore
+   * peer.emitLines();
+   * for await (const e of peer.events()) if (e.type === "line") console.log(e.message.t);
+   * ```
+   */
+  emitLines(): void {
+    this.#o = { ...this.#o, lineEvents: true };
+  }
+
   /** The profile capabilities this peer performs itself (`serve`). */
   get serving(): string[] {
     return this.#requests.serving;

@@ -351,7 +351,7 @@ export const COMMANDS: Record<string, Command> = {
     usage:
       "awp up [--name NAME] [--about TEXT] [--listen ADDR]... [--max-blob BYTES] [--presence] [--no-relay]\n" +
       "       [--trust KEY]... [--accept any|allowlist] [--allow KEY]... [--serve CAPS] [--root DIR]\n" +
-      "       [--store URL] [--inspect[=HOST:PORT]] [--allow-host HOST]...",
+      "       [--store URL] [--inspect[=HOST:PORT]] [--allow-host HOST]... [--web[=HOST:PORT]] [--web-write]",
     flags: DAEMON_FLAGS.filter((f) => f.name !== "log"),
     help: DAEMON_CONFIG_HELP +
       "\nWhen the daemon is already running, the flags apply from its next start (awp down; awp up ...).",
@@ -411,6 +411,51 @@ export const COMMANDS: Record<string, Command> = {
       }
       if (ctx.out.json) ctx.out.value({ url });
       else ctx.out.line(url);
+      return 0;
+    },
+  },
+  web: {
+    summary: "print the URL of the daemon's live dashboard, serving it first",
+    usage:
+      "awp web [--listen HOST:PORT] [--write] [--allow-host HOST]...  (default 127.0.0.1:7788)",
+    flags: [
+      { name: "listen", type: "string" },
+      { name: "write", type: "boolean" },
+      { name: "allow-host", type: "list" },
+    ],
+    help:
+      "Read-only unless --write (then the page can send, set states and grant).\n" +
+      "Serves on loopback unless --listen says otherwise; stops with the daemon.",
+    async run(ctx) {
+      const where = ctx.args.string("listen");
+      if (where !== undefined && !/^(\[[^\]]+\]|[^:\s]+):\d+$/.test(where)) {
+        throw new UsageError(`bad --listen "${where}": use HOST:PORT`);
+      }
+      const write = ctx.args.bool("write");
+      let answer: { url: string; write: boolean; note?: string };
+      try {
+        answer = await ctx.call("web", {
+          ...(where ? { addr: where } : {}),
+          write,
+          allowHosts: ctx.args.list("allow-host"),
+        }) as typeof answer;
+      } catch (error) {
+        if (!(error instanceof NoDaemonError)) throw error;
+        // Not running: start it with the dashboard on.
+        await ensureDaemon(ctx.home, [
+          where ? `--web=${where}` : "--web",
+          ...(write ? ["--web-write"] : []),
+          ...ctx.args.list("allow-host").flatMap((h) => ["--allow-host", h]),
+        ]);
+        const status = await ctx.call("status") as StatusResult;
+        if (!status.web) {
+          throw new ControlError("the daemon started without the dashboard");
+        }
+        answer = { url: status.web, write };
+      }
+      if (answer.note && !ctx.out.json) ctx.out.note(answer.note);
+      if (ctx.out.json) ctx.out.value({ url: answer.url, write: answer.write });
+      else ctx.out.line(answer.url);
       return 0;
     },
   },
@@ -1172,4 +1217,5 @@ function printIdentity(out: Output, s: StatusResult): void {
   out.line(`${out.bold(s.name ?? "awp")} ${s.key}`);
   for (const a of s.addrs) out.line(`  ${a}`);
   if (s.inspector) out.line(`inspector ${s.inspector}`);
+  if (s.web) out.line(`web ${s.web}`);
 }

@@ -12,6 +12,7 @@ import type { PeerEvent, ProgressEvent } from "../actors/peer_events.ts";
 import { ENDING_STATES } from "../actors/thread_machine.ts";
 import { InspectionHub } from "../inspector/inspection_hub.ts";
 import { type InspectorServer, serveInspector } from "../inspector/server.ts";
+import type { DashboardServer } from "../web/serve_dashboard.ts";
 import type { LogEntry, ThreadRecord } from "../storage/store.ts";
 import { openStore, StoreUnavailableError } from "../storage/open_store.ts";
 import { AddressError, parseAddress } from "../wire/address.ts";
@@ -71,10 +72,17 @@ export interface DaemonOptions {
   relay?: boolean;
   /** A KV Connect URL to keep the state in (`--store`); token in DENO_KV_ACCESS_TOKEN. */
   store?: string;
-  /** Extra Host names the inspector answers (behind a proxy or tunnel). */
+  /** Extra Host names the inspector and the dashboard answer (behind a proxy or tunnel). */
   allowHosts?: string[];
   /** Serve the SAMVAD bridge from the start (`--samvad-listen`, `--samvad-skills`). */
   samvad?: SamvadFlagValues;
+  /**
+   * Serve the dashboard: "" for 127.0.0.1:7788 (or the next free port), or
+   * `HOST:PORT`. Off when undefined.
+   */
+  web?: string;
+  /** The dashboard may send, set states and grant. */
+  webWrite?: boolean;
   /** Resolves when the daemon is up, with its status (tests, embedding). */
   onReady?(status: StatusResult): void;
 }
@@ -99,6 +107,7 @@ export const GRANT_CAPS: ReadonlySet<string> = new Set([
 const CONFIG_META = "cli:config";
 const STORE_MARKER_META = "cli:store-marker";
 const DEFAULT_TCP_PORT = 7000;
+const DEFAULT_WEB_PORT = 7788;
 
 interface Config {
   name?: string;
@@ -168,6 +177,8 @@ class Daemon {
   #hub?: InspectionHub;
   #inspector?: InspectorServer;
   #inspecting?: Promise<string>;
+  #web?: DashboardServer;
+  #webStarting?: Promise<DashboardServer>;
   #encoder = new TextEncoder();
   #presence = false;
   #relay = true;
@@ -339,6 +350,18 @@ class Daemon {
         (req, emit, signal) => this.#handle(req, emit, signal),
       );
       const pump = this.#pump();
+      // After the pump: the first event stream gets the events since open.
+      if (this.#o.web !== undefined) {
+        try {
+          await this.#serveWeb(this.#o.web, this.#o.webWrite === true, []);
+        } catch (error) {
+          await this.#control.close();
+          await this.#inspector?.close();
+          await this.#peer.close();
+          await pump;
+          return this.#fail(oneLine(error));
+        }
+      }
       if (this.#o.samvad) {
         // After the pump: the first events() subscriber gets the early events.
         try {
@@ -348,6 +371,8 @@ class Daemon {
           );
         } catch (error) {
           await this.#control.close();
+          await this.#web?.close().catch(() => {});
+          await this.#inspector?.close();
           await this.#peer.close();
           await pump;
           return this.#fail(`samvad: ${oneLine(error)}`);
@@ -366,6 +391,7 @@ class Daemon {
         console.log(`${this.#name} ${this.#peer.key}`);
         for (const a of this.#addrs) console.log(`  ${a}`);
         if (this.#inspector) console.log(`inspector ${this.#inspector.url}`);
+        if (this.#web) console.log(`web ${this.#web.url}`);
       }
       this.#o.onReady?.(status);
       await this.#stopped;
@@ -374,6 +400,7 @@ class Daemon {
       this.#log("daemon stopping");
       await this.#control.close();
       await this.#inspector?.close();
+      await this.#web?.close();
       await this.#peer.close();
       await pump;
       this.#log("daemon stopped");
@@ -381,6 +408,7 @@ class Daemon {
     } catch (error) {
       await this.#control?.close();
       await this.#inspector?.close().catch(() => {});
+      await this.#web?.close().catch(() => {});
       await this.#peer.close().catch(() => {});
       return this.#fail(`daemon failed: ${oneLine(error)}`);
     }
@@ -426,6 +454,81 @@ class Daemon {
       Array.isArray(a.allowHosts) ? a.allowHosts.map(String) : [],
     ).finally(() => this.#inspecting = undefined);
     return { url: await this.#inspecting };
+  }
+
+  /**
+   * Serves the dashboard on `where` ("" for 127.0.0.1:7788 or the next
+   * free port, or HOST:PORT). Throws one line.
+   */
+  async #serveWeb(
+    where: string,
+    write: boolean,
+    allowHosts: string[],
+  ): Promise<DashboardServer> {
+    const colon = where.lastIndexOf(":");
+    const hostname = colon > 0
+      ? where.slice(0, colon).replace(/^\[|\]$/g, "")
+      : where || "127.0.0.1";
+    const port = colon > 0 ? Number(where.slice(colon + 1)) : DEFAULT_WEB_PORT;
+    if (!Number.isInteger(port) || port < 0 || port > 65535) {
+      throw usage(`bad --web address "${where}": use HOST:PORT`);
+    }
+    // Loaded only when asked for: the page is a large embedded bundle.
+    const { serveDashboard } = await import("../web/serve_dashboard.ts");
+    const source = {
+      peer: this.#peer,
+      self: () => ({
+        key: this.#peer.key,
+        ...(this.#name ? { name: this.#name } : {}),
+        addrs: this.#addrs,
+      }),
+      counts: () => this.#summaries(),
+    };
+    // The default port moves on when taken (two homes on one machine).
+    const tries = colon > 0 ? 1 : 20;
+    for (let i = 0;; i++) {
+      try {
+        this.#web = await serveDashboard(source, {
+          hostname,
+          port: port === 0 ? 0 : port + i,
+          write,
+          allowHosts: [...(this.#o.allowHosts ?? []), ...allowHosts],
+        });
+        return this.#web;
+      } catch (error) {
+        if (i + 1 < tries && error instanceof Deno.errors.AddrInUse) continue;
+        throw new ControlError(
+          `cannot serve the dashboard on ${where || `127.0.0.1:${port}`}: ${
+            oneLine(error)
+          }`,
+        );
+      }
+    }
+  }
+
+  /** The `web` op: the dashboard's URL, serving it first if need be. */
+  async #webOp(a: Record<string, unknown>): Promise<unknown> {
+    const write = a.write === true;
+    if (!this.#web) {
+      // Two racing requests share one server.
+      this.#webStarting ??= this.#serveWeb(
+        str(a.addr) ?? "",
+        write,
+        Array.isArray(a.allowHosts) ? a.allowHosts.map(String) : [],
+      ).finally(() => this.#webStarting = undefined);
+      await this.#webStarting;
+    }
+    const web = this.#web!;
+    return {
+      url: web.url,
+      write: web.write,
+      ...(write && !web.write
+        ? {
+          note:
+            "note: the dashboard is already served read-only; for --write: awp down; awp web --write",
+        }
+        : {}),
+    };
   }
 
   async #listenAll(explicit: string[] | undefined): Promise<void> {
@@ -608,6 +711,8 @@ class Daemon {
         return await this.#status();
       case "inspect":
         return await this.#inspect(a);
+      case "web":
+        return await this.#webOp(a);
       case "down":
         setTimeout(() => this.#stop(), 20);
         return { stopping: true };
@@ -1039,6 +1144,7 @@ class Daemon {
       unread: peers.reduce((n, p) => n + p.unread, 0),
       notices: this.#notices.length,
       ...(this.#inspector ? { inspector: this.#inspector.url } : {}),
+      ...(this.#web ? { web: this.#web.url } : {}),
       queued: peers.reduce((n, p) => n + p.queued, 0),
     };
   }

@@ -39,6 +39,8 @@ export const DAEMON_FLAGS: readonly FlagSpec[] = [
   { name: "samvad-skills", type: "string" },
   { name: "samvad-to", type: "string" },
   { name: "samvad-http-loopback", type: "boolean" },
+  { name: "web", type: "optional" },
+  { name: "web-write", type: "boolean" },
 ];
 
 /**
@@ -60,6 +62,8 @@ export const DAEMON_CONFIG_HELP = [
   "                   (https://...; the token is DENO_KV_ACCESS_TOKEN); spool and",
   "                   received blobs stay in the home",
   "--trust/--allow    ed25519 keys; --accept any|allowlist; --serve exec,fs:read,fs:write",
+  "--web[=HOST:PORT]  serve the dashboard (default 127.0.0.1:7788); --web-write lets",
+  "                   the page send, set states and grant",
   "",
   "${home}/config.json (read at daemon start; flags and the environment win over it,",
   "it wins over what earlier flags remembered):",
@@ -93,6 +97,10 @@ export interface DaemonFlagValues {
   store?: string;
   /** Serve the SAMVAD bridge too (`--samvad-listen`, `--samvad-skills`). */
   samvad?: SamvadFlagValues;
+  /** The dashboard: "" for 127.0.0.1:7788 (or the next free port), `HOST:PORT`; absent: off. */
+  web?: string;
+  /** The dashboard may write. */
+  webWrite?: true;
 }
 
 /** The `--samvad-*` flags: the bridge the daemon serves from its start. */
@@ -231,6 +239,8 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
     ...(args.bool("no-relay") ? { relay: false as const } : {}),
     ...(store ? { store } : {}),
     ...(samvadFlags(args) ? { samvad: samvadFlags(args) } : {}),
+    ...(args.has("web") ? { web: args.string("web") ?? "" } : {}),
+    ...(args.bool("web-write") ? { webWrite: true as const } : {}),
   };
 }
 
@@ -270,5 +280,7 @@ export function daemonFlagArgv(v: DaemonFlagValues): string[] {
     if (v.samvad.to) out.push("--samvad-to", v.samvad.to);
     if (v.samvad.httpLoopback) out.push("--samvad-http-loopback");
   }
+  if (v.web !== undefined) out.push(v.web ? `--web=${v.web}` : "--web");
+  if (v.webWrite) out.push("--web-write");
   return out;
 }

@@ -37,7 +37,8 @@ export const VERSION = `awp ${config.version} (protocol v0)`;
 const DAEMON_USAGE =
   "awp [daemon] [--home DIR] [--name NAME] [--about TEXT] [--listen ADDR]... [--max-blob BYTES]\n" +
   "       [--trust KEY]... [--accept any|allowlist] [--allow KEY]... [--serve exec,fs:read,fs:write]\n" +
-  "       [--root DIR] [--presence] [--no-relay] [--store URL] [--inspect[=HOST:PORT]] [--allow-host HOST]...";
+  "       [--root DIR] [--presence] [--no-relay] [--store URL] [--inspect[=HOST:PORT]] [--allow-host HOST]...\n" +
+  "       [--web[=HOST:PORT]] [--web-write]";
 
 function usageText(): string {
   const names = Object.keys(COMMANDS);
@@ -125,6 +126,8 @@ async function daemonCommand(argv: string[], out: Output): Promise<number> {
     ...(v.accept ? { accept: v.accept } : {}),
     ...(v.root ? { root: v.root } : {}),
     ...(v.samvad ? { samvad: v.samvad } : {}),
+    ...(v.web !== undefined ? { web: v.web } : {}),
+    ...(v.webWrite ? { webWrite: true } : {}),
     announce: !v.log,
   });
 }

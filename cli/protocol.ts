@@ -38,6 +38,8 @@ export interface StatusResult {
   queued: number;
   /** The live inspector's URL, when the daemon serves it. */
   inspector?: string;
+  /** The dashboard's URL, when the daemon serves it. */
+  web?: string;
 }
 
 /** What `send` and `state` answer. */
