@@ -6,48 +6,7 @@
 import assert from "node:assert/strict";
 import { Peer } from "../mod.ts";
 import { runWorker, SKILLS } from "./helpers/samvad_worker.ts";
-
-const MOD = new URL("../mod.ts", import.meta.url).pathname;
-
-async function awp(
-  home: string,
-  args: string[],
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--unstable-kv", MOD, ...args, "--home", home],
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-    env: { NO_COLOR: "1" },
-  }).output();
-  return {
-    code: out.code,
-    stdout: new TextDecoder().decode(out.stdout),
-    stderr: new TextDecoder().decode(out.stderr),
-  };
-}
-
-async function ok(home: string, args: string[]): Promise<string> {
-  const r = await awp(home, args);
-  assert.equal(
-    r.code,
-    0,
-    `awp ${args.join(" ")} failed (${r.code}): ${r.stderr}${r.stdout}`,
-  );
-  return r.stdout;
-}
-
-async function down(home: string): Promise<void> {
-  await awp(home, ["down"]).catch(() => {});
-  const pid = Number(
-    (await Deno.readTextFile(`${home}/daemon.lock`).catch(() => "")).trim(),
-  );
-  if (pid > 0) {
-    try {
-      Deno.kill(pid, "SIGKILL");
-    } catch { /* already gone */ }
-  }
-}
+import { awp, awpDown as down, awpOk as ok } from "./helpers/awp_cli.ts";
 
 Deno.test("cli: awp up --samvad-listen and awp samvad serve; samvad call sync, async, stream; errors are one line", async () => {
   const w = await Peer.open({ memory: true, name: "worker" });
