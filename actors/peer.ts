@@ -16,6 +16,7 @@
  */
 
 import { randomBytes } from "node:crypto";
+import type { ConnectionLimits } from "./connection_gate.ts";
 import {
   type Delivery,
   Supervisor,
@@ -23,7 +24,11 @@ import {
 } from "./supervisor.ts";
 import type { Connection, ReceivedLine, RemoteHello } from "./connection.ts";
 import { PeerThreads } from "./peer_threads.ts";
-import { PeerBlobs } from "./peer_blobs.ts";
+import {
+  DEFAULT_UNFINISHED,
+  PeerBlobs,
+  type UnfinishedBlobLimits,
+} from "./peer_blobs.ts";
 import { InspectionHub } from "../inspector/inspection_hub.ts";
 import type { ConnectionTimeouts } from "./connection_machine.ts";
 import type { DialerTiming } from "./dialer_machine.ts";
@@ -72,7 +77,7 @@ import { timestamp } from "../wire/time.ts";
 import { MAX_LINE_BYTES } from "../wire/frame.ts";
 import { validateMessage } from "../wire/validate.ts";
 import type { SamvadAgent, SamvadOptions } from "../samvad/samvad_agent.ts";
-import { CONTENT_TYPES } from "../wire/types.ts";
+import { CONTENT_TYPES, MESSAGE_TYPES } from "../wire/types.ts";
 import type {
   Err,
   Grant,
@@ -99,6 +104,13 @@ export interface PeerOptions {
   url?: string;
   /** Most traffic-log entries the store keeps (default 100,000). */
   maxLogEntries?: number;
+  /** Most traffic-log bytes the store keeps (default 256 MiB, `--max-log-bytes`). */
+  maxLogBytes?: number;
+  /**
+   * Bounds on unfinished incoming blobs: bytes per peer and in total, and
+   * how long one may sit without a chunk (README "Limits").
+   */
+  unfinishedBlobs?: UnfinishedBlobLimits;
   /** Our name in hello. */
   name?: string;
   /** Our about line in hello. */
@@ -115,6 +127,11 @@ export interface PeerOptions {
   dialer?: { timing?: Partial<DialerTiming>; random?: () => number };
   /** Allow plain TCP with public addresses. */
   allowPublic?: boolean;
+  /**
+   * Bounds on accepted connections, per listener: open at once, and still
+   * in hello/auth in total and per source address (README "Limits").
+   */
+  limits?: ConnectionLimits;
   /**
    * Return (or resolve with) a refusal detail to refuse a peer after its
    * auth; asked after the admission policy (`accept`) admitted it.
@@ -138,8 +155,14 @@ export interface PeerOptions {
    * them: exec, fs:read, fs:write (`--serve`). None by default.
    */
   serve?: string[];
-  /** The root exec and fs requests are confined to (`--root`; default cwd). */
+  /**
+   * The root exec and fs requests are confined to (`--root`). Required to
+   * serve fs:read or fs:write; exec runs in the working directory without
+   * it. The awp home is never served, whatever the root.
+   */
   root?: string;
+  /** Environment variables exec passes on beyond the minimal set (`--exec-env-pass`). */
+  execEnvPass?: string[];
   /** Exec timeout override in ms (tests; requests say `timeout` in s). */
   execTimeoutMs?: number;
   /** Publish a signed presence document (`--presence`, AWP_PRESENCE=1). */
@@ -199,6 +222,22 @@ export interface ConnectOptions {
    * grants meant for the remote: its `aud`, or issued by it).
    */
   present?: Grant[];
+  /**
+   * Keep dialing while nothing answers at the address (each failure is an
+   * `error` event with code `dial`), on the dialer's schedule, instead of
+   * rejecting on the first failure. Resolves once connected; rejects only
+   * when `signal` aborts or the peer closes. Not awaiting it is "return
+   * and keep dialing".
+   */
+  retry?: boolean;
+  /**
+   * Stay connected: redial after every drop even with nothing to deliver,
+   * until {@link Peer.bye}. Without it, a peer is redialed only while we
+   * have unacked lines or open threads for it (SPEC 4.3).
+   */
+  keep?: boolean;
+  /** Stops a `retry` dial in progress. */
+  signal?: AbortSignal;
 }
 
 /** What {@link Peer.send}, {@link Peer.setState} and {@link Peer.introduce} queued. */
@@ -213,6 +252,8 @@ export interface Sent {
 export interface PeerInfo extends PeerRecord {
   /** True while a connection to it is open. */
   connected: boolean;
+  /** While we keep failing to dial it: since when (ISO time), and why. */
+  unreachable?: { since: string; error?: string };
 }
 
 /** Options of {@link Peer.grant}. */
@@ -241,6 +282,9 @@ const DEFAULT_CAPS = [
   "presence",
   "mirror",
 ];
+/** The types this peer understands; others are ignored (and not logged). */
+const KNOWN_TYPES: ReadonlySet<string> = new Set(MESSAGE_TYPES);
+
 /** Received lines store.receive logs itself (content, and private). */
 const LOGGED_BY_RECEIVE: ReadonlySet<string> = new Set([
   ...CONTENT_TYPES,
@@ -248,6 +292,12 @@ const LOGGED_BY_RECEIVE: ReadonlySet<string> = new Set([
 ]);
 /** Handshake lines: no `line` event (they come before the peer is known, or are the resume). */
 const HANDSHAKE: ReadonlySet<string> = new Set(["hello", "auth", "resume"]);
+/**
+ * Liveness lines: not written to the traffic log (a ping per connection
+ * every 30 s would otherwise be a KV commit each; 10,000 idle connections
+ * made a busy store). Nor is the resume: a commit on every handshake.
+ */
+const LIVENESS: ReadonlySet<string> = new Set(["ping", "pong"]);
 const LOG_BATCH = 256;
 const EARLY_EVENTS = 10_000;
 const ACKED_MEMORY = 10_000;
@@ -318,7 +368,34 @@ function checkTrustOptions(options: PeerOptions): void {
         })`,
       );
     }
+    if (cap.startsWith("fs:") && !options.root) {
+      // The working directory is too easy to get wrong (it may hold the home).
+      throw new TypeError(
+        `Peer.open: serving ${cap} needs root: the directory fs requests are confined to (--root DIR)`,
+      );
+    }
   }
+}
+
+/**
+ * Directories no request may reach, whatever the root: this peer's home
+ * or temp dir and the default homes (they hold identity keys).
+ */
+function protectedDirs(options: PeerOptions, temp?: string): string[] {
+  const env = (name: string) => {
+    try {
+      return Deno.env.get(name);
+    } catch {
+      return undefined; // no --allow-env
+    }
+  };
+  const home = env("HOME");
+  return [
+    options.home,
+    temp,
+    env("AWP_HOME"),
+    home ? `${home}/.awp` : undefined,
+  ].filter((d): d is string => typeof d === "string" && d !== "");
 }
 
 interface PendingSpool {
@@ -357,10 +434,14 @@ export class Peer {
   #tempRoot: string | undefined;
   /** The retention timer (expireOutbox soon after open, then hourly). */
   #retention: ReturnType<typeof setTimeout> | undefined;
+  /** The timer of {@link Peer.#expireBlobs}. */
+  #blobExpiry: ReturnType<typeof setTimeout> | undefined;
   #maxBlob: number;
   #subs = new Set<EventQueue<PeerEvent>>();
   #early: PeerEvent[] | undefined = [];
   #sendTurn: Promise<void> = Promise.resolve();
+  /** Served results, queued one at a time (see {@link Peer.#reply}). */
+  #replyTurn: Promise<void> = Promise.resolve();
   #acked = new Set<string>();
   #ackWaiters = new Map<string, Set<() => void>>();
   #sentTo = new Map<string, string>();
@@ -396,6 +477,9 @@ export class Peer {
       store,
       blobsDir: dirs.blobs,
       maxBlobBytes: this.#maxBlob,
+      ...(options.unfinishedBlobs
+        ? { unfinished: options.unfinishedBlobs }
+        : {}),
       ...(options.inspect ? { inspect: options.inspect } : {}),
       parentId: (peer) => this.#parentId(peer),
       emit: (event) => this.#emit(event),
@@ -439,6 +523,8 @@ export class Peer {
     this.#requests = new RequestServer({
       serve: options.serve,
       root: options.root,
+      protect: protectedDirs(options, dirs.temp),
+      execEnvPass: options.execEnvPass,
       spoolDir: `${dirs.spool}/served`,
       execTimeoutMs: options.execTimeoutMs,
       capsOf: (peer, presented) => this.#trust.capsOf(peer, presented),
@@ -489,6 +575,7 @@ export class Peer {
       timeouts: options.timeouts,
       dialer: options.dialer,
       allowPublic: options.allowPublic,
+      limits: options.limits,
       admit: (remote, context) => this.#admit(remote, context),
       grants: (remote) => this.#trust.toPresent(remote.key),
       shares: () => this.#ext.hosts,
@@ -586,6 +673,9 @@ export class Peer {
       ...(options.maxLogEntries !== undefined
         ? { maxLogEntries: options.maxLogEntries }
         : {}),
+      ...(options.maxLogBytes !== undefined
+        ? { maxLogBytes: options.maxLogBytes }
+        : {}),
     });
     try {
       const seed = await store.identity(() =>
@@ -608,6 +698,7 @@ export class Peer {
       const peer = new Peer(signer, store, options, dirs, hosts);
       peer.#sup.start();
       peer.#retain(5_000, options.retentionMs ?? 7 * 86_400_000);
+      peer.#expireBlobs();
       await peer.#sup.loadQuiet();
       await peer.#redialKnown();
       return peer;
@@ -682,7 +773,9 @@ export class Peer {
   /**
    * Dials `addr`, runs the handshake and resolves with the remote key. The
    * address is remembered: while there is something to deliver or an open
-   * thread, the peer keeps reconnecting to it.
+   * thread (always, with `keep`), the peer keeps reconnecting to it. With
+   * `retry`, a peer that does not answer yet is dialed until it does,
+   * instead of rejecting.
    *
    * @example
    * ```ts
@@ -697,12 +790,16 @@ export class Peer {
    */
   async connect(addr: string, options: ConnectOptions = {}): Promise<string> {
     this.#open("connect");
-    const remote = await this.#sup.connect(
-      addr,
-      options.present?.length ? { present: options.present } : {},
-    );
+    const how = {
+      ...(options.present?.length ? { present: options.present } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    };
+    const remote = options.retry
+      ? await this.#sup.connectUntilUp(addr, how)
+      : await this.#sup.connect(addr, how);
     // Remember it now (the supervisor's own bookkeeping is asynchronous).
     await this.#remember(remote, addr);
+    if (options.keep) this.#sup.keep(remote.key);
     this.#sup.reach(remote.key, [addr]);
     return remote.key;
   }
@@ -1086,10 +1183,21 @@ export class Peer {
    */
   async peers(): Promise<PeerInfo[]> {
     const up = new Set(this.#sup.peers);
-    return (await this.#store.peers()).map((p) => ({
-      ...p,
-      connected: up.has(p.key),
-    }));
+    return (await this.#store.peers()).map((p) => {
+      const down = this.#sup.unreachable(p.key);
+      return {
+        ...p,
+        connected: up.has(p.key),
+        ...(down
+          ? {
+            unreachable: {
+              since: new Date(down.since).toISOString(),
+              ...(down.error ? { error: down.error } : {}),
+            },
+          }
+          : {}),
+      };
+    });
   }
 
   /**
@@ -1447,6 +1555,18 @@ export class Peer {
 
   // ---- internals ----
 
+  /** Drops unfinished incoming blobs past their TTL, now and then. */
+  #expireBlobs(): void {
+    const ttl = this.#o.unfinishedBlobs?.ttlMs ?? DEFAULT_UNFINISHED.ttlMs;
+    const every = Math.max(1_000, Math.min(ttl / 2, 600_000));
+    const timer = setTimeout(() => {
+      this.#expireBlobs();
+      this.#blobs.expireUnfinished().catch(() => {});
+    }, every);
+    Deno.unrefTimer(timer);
+    this.#blobExpiry = timer;
+  }
+
   /** Runs store retention after `delayMs`, then hourly, until close. */
   #retain(delayMs: number, retentionMs: number): void {
     const timer = setTimeout(() => {
@@ -1460,6 +1580,7 @@ export class Peer {
   async #close(): Promise<void> {
     clearTimeout(this.#retention);
     await (await this.#samvad?.catch(() => undefined))?.close();
+    clearTimeout(this.#blobExpiry);
     this.#ext.close();
     // Running commands are killed; their results are still queued.
     await this.#requests.close();
@@ -1503,11 +1624,44 @@ export class Peer {
   }
 
   /** A served request's result: a msg re the request, files as blobs. */
-  async #reply(
+  #reply(
     peer: string,
     reply: ResultReply,
     files: Attachment[],
   ): Promise<void> {
+    // One at a time: each checks the spool after the one before queued.
+    const turn = this.#replyTurn.then(() => this.#replyNow(peer, reply, files));
+    this.#replyTurn = turn.catch(() => {});
+    return turn;
+  }
+
+  async #replyNow(
+    peer: string,
+    reply: ResultReply,
+    files: Attachment[],
+  ): Promise<void> {
+    const full = files.length > 0
+      ? await this.#blobs.outgoingOver(
+        peer,
+        files.reduce((n, f) => n + f.size, 0),
+      )
+      : undefined;
+    if (full !== undefined) {
+      // A remote's requests must not fill our disk: the result says so.
+      reply = {
+        ...reply,
+        parts: [
+          { k: "text", text: `result not sent: ${full}` },
+          {
+            k: "data",
+            mime: reply.parts.find((p) => p.k === "data")?.mime ??
+              "application/json",
+            data: { error: full },
+          } as Part,
+        ],
+      };
+      files = [];
+    }
     await this.#sendTo(peer, "", {
       thread: reply.th,
       re: reply.re,
@@ -1597,10 +1751,14 @@ export class Peer {
     });
   }
 
-  /** On open: keep dialing peers we dialed before that are still wanted. */
+  /**
+   * On open: dial the peers that are still wanted and have an address: those
+   * we dialed, and those that gave theirs (hello.addr, NOTES item 6), so a
+   * listener that restarts with lines for a peer dials it back at once.
+   */
   async #redialKnown(): Promise<void> {
     for (const record of await this.#store.peers()) {
-      if (!record.dialed || record.addresses.length === 0) continue;
+      if (record.addresses.length === 0) continue;
       // Held by a bye (ours or theirs) until something new goes to it.
       if (this.#sup.quiet(record.key)) continue;
       if (await this.#sup.refreshWanted(record.key)) {
@@ -1712,6 +1870,14 @@ export class Peer {
     if (m.t === "chunk") {
       const { data: _, ...rest } = m;
       bare = rest;
+    } else if (dir === "in" && !KNOWN_TYPES.has(m.t)) {
+      // Ignored (unknown type): its body is not ours to keep; only a note.
+      bare = {
+        t: m.t.slice(0, 64),
+        ...(typeof m.id === "string" ? { id: m.id.slice(0, 64) } : {}),
+        ignored: true,
+        bytes: raw.length,
+      };
     }
     if (this.#o.lineEvents && !HANDSHAKE.has(m.t)) {
       this.#emit(
@@ -1725,6 +1891,7 @@ export class Peer {
       );
     }
     if (dir === "in" && LOGGED_BY_RECEIVE.has(m.t)) return;
+    if (LIVENESS.has(m.t) || HANDSHAKE.has(m.t)) return;
     const line = bare ? JSON.stringify(bare) : raw;
     this.#logBuffer.push({
       peer,

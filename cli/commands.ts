@@ -544,8 +544,15 @@ export const COMMANDS: Record<string, Command> = {
   },
   connect: {
     summary: "connect to a peer by address or known name",
-    usage: "awp connect [--timeout 1m] ADDRESS",
-    flags: [{ name: "timeout", type: "string" }],
+    usage: "awp connect [--wait] [--timeout 1m] ADDRESS",
+    help:
+      "A peer that does not answer is dialed again and again by the daemon until it\n" +
+      "does; the command says so and exits 0, or with --wait waits for it (exit 2\n" +
+      "after --timeout, the daemon still dialing).",
+    flags: [
+      { name: "timeout", type: "string" },
+      { name: "wait", type: "boolean" },
+    ],
     async run(ctx) {
       needPositional(ctx.args, 1, "address");
       checkAddress(ctx.args.positionals[0]);
@@ -553,17 +560,27 @@ export const COMMANDS: Record<string, Command> = {
       const r = await ctx.call("connect", {
         target: ctx.args.positionals[0],
         timeoutMs,
+        wait: ctx.args.bool("wait"),
       }, { start: true }) as {
-        key: string;
+        key?: string;
         name?: string;
-        already: boolean;
+        already?: boolean;
+        dialing?: boolean;
+        address?: string;
+        error?: string;
       };
       if (ctx.out.json) ctx.out.value(r);
-      else {ctx.out.line(
+      else if (r.dialing) {
+        ctx.out.line(
+          `${r.address} does not answer (${r.error}); the daemon keeps dialing it (awp connect --wait waits)`,
+        );
+      } else {
+        ctx.out.line(
           `${r.already ? "already connected to" : "connected to"} ${
-            who(r.key, r.name)
+            who(r.key!, r.name)
           } ${r.key}`,
-        );}
+        );
+      }
       return 0;
     },
   },
@@ -1195,7 +1212,13 @@ interface ThreadRow {
 }
 
 function peerLine(out: Output, p: PeerSummary): string {
-  const state = p.connected ? out.green("connected") : "away";
+  const state = p.connected
+    ? out.green("connected")
+    : p.unreachable
+    ? `unreachable since ${p.unreachable.since}${
+      p.unreachable.error ? ` (${p.unreachable.error})` : ""
+    }`
+    : "away";
   return `${
     who(p.key, p.alias ?? p.name)
   }  ${state}  queued ${p.queued}  open ${p.openThreads}  unread ${p.unread}` +

@@ -7,6 +7,8 @@
  * @module
  */
 
+import { applyBounds, type BoundValues } from "./bound_flags.ts";
+import { raiseFdLimit } from "../actors/fd_limit.ts";
 import { Peer, type PeerOptions } from "../actors/peer.ts";
 import type { PeerEvent, ProgressEvent } from "../actors/peer_events.ts";
 import { ENDING_STATES } from "../actors/thread_machine.ts";
@@ -66,6 +68,10 @@ export interface DaemonOptions {
   serve?: string[];
   /** Directory fs requests are confined to and exec runs in (`--root`). */
   root?: string;
+  /** Environment variable names exec passes on (`--exec-env-pass`). */
+  execEnvPass?: string[];
+  /** Bounds on what remotes can make us hold (`--max-connections` ...). */
+  bounds?: BoundValues;
   /** Publish signed presence (`--presence`; else AWP_PRESENCE, else config.json). */
   presence?: boolean;
   /** False: do not forward other agents' presence (`--no-relay`). */
@@ -244,6 +250,8 @@ class Daemon {
 
   async #runLocked(): Promise<number> {
     let listen: string[] | undefined;
+    // Many peers need many descriptors; an fd shortage is survived anyway.
+    raiseFdLimit();
     try {
       // Flags win, then the environment, then config.json, then what
       // earlier flags remembered (name, about, listen).
@@ -265,9 +273,11 @@ class Daemon {
         ...(o.allow?.length ? { allow: o.allow } : {}),
         ...(serve.length ? { serve } : {}),
         ...(root ? { root } : {}),
+        ...(o.execEnvPass ? { execEnvPass: o.execEnvPass } : {}),
         ...(this.#presence ? { presence: true } : {}),
         ...(this.#relay ? {} : { relayPresence: false }),
       };
+      applyBounds(peerOpts, o.bounds);
       let config: Config = {};
       let marker: string | undefined;
       {
@@ -867,29 +877,59 @@ class Daemon {
       }
     }
     let timer: ReturnType<typeof setTimeout> | undefined;
+    let key: string;
     try {
-      const key = await Promise.race([
-        this.#peer.connect(address),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(
-            () =>
-              reject(
-                new ControlError(
-                  `could not connect to ${address} within ${timeoutMs / 1000}s`,
-                ),
-              ),
-            timeoutMs,
-          );
-        }),
-      ]);
-      this.#names.delete(key);
-      return { key, name: await this.#nameOf(key), already: false };
+      key = await this.#peer.connect(address);
     } catch (error) {
-      if (error instanceof ControlError) throw error;
-      throw new ControlError(`cannot connect to ${address}: ${oneLine(error)}`);
-    } finally {
-      clearTimeout(timer);
+      // Nothing answers (yet): keep dialing in the background, as a dialer
+      // does; the command reports it, or waits for it with `wait`.
+      const dialing = this.#keepDialing(address);
+      if (a.wait !== true) {
+        return { address, dialing: true, error: oneLine(error) };
+      }
+      try {
+        key = await Promise.race([
+          dialing,
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(
+              () =>
+                reject(
+                  new ControlError(
+                    `could not connect to ${address} within ${
+                      timeoutMs / 1000
+                    }s (still dialing)`,
+                    2,
+                  ),
+                ),
+              timeoutMs,
+            );
+          }),
+        ]);
+      } catch (error) {
+        if (error instanceof ControlError) throw error;
+        throw new ControlError(
+          `cannot connect to ${address}: ${oneLine(error)}`,
+        );
+      } finally {
+        clearTimeout(timer);
+      }
     }
+    this.#names.delete(key);
+    return { key, name: await this.#nameOf(key), already: false };
+  }
+
+  /** Addresses being dialed until they answer, by `awp connect`. */
+  #dialing = new Map<string, Promise<string>>();
+
+  #keepDialing(address: string): Promise<string> {
+    let dialing = this.#dialing.get(address);
+    if (!dialing) {
+      dialing = this.#peer.connect(address, { retry: true });
+      this.#dialing.set(address, dialing);
+      const done = () => this.#dialing.delete(address);
+      dialing.then(done, done);
+    }
+    return dialing;
   }
 
   /** The one peer that has thread `th`. */
@@ -1127,6 +1167,7 @@ class Daemon {
         unread: mine.reduce((n, t) =>
           n + t.unread, 0),
         caps: [...caps],
+        ...(p.unreachable ? { unreachable: p.unreachable } : {}),
       });
     }
     return out;

@@ -22,6 +22,8 @@ export interface PeerSummary {
   unread: number;
   /** Capabilities this peer holds on us (grants we issued it, unexpired). */
   caps: string[];
+  /** While the daemon keeps failing to dial it: since when, and why. */
+  unreachable?: { since: string; error?: string };
 }
 
 /** The daemon's `status`. */

@@ -57,7 +57,9 @@
  * record, and that goes too once the thread ended (either side done, failed
  * or closed) and did not change since `olderThan`.
  *
- * The traffic log keeps at most `maxLogEntries` (default 100,000): every
+ * The traffic log keeps at most `maxLogEntries` (default 100,000) and
+ * `maxLogBytes` of line text (default 256 MiB; over it, the oldest go until
+ * 90% is left; the running total is kept under `["seq", "logbytes"]`): every
  * `min(1000, maxLogEntries / 10)` appends a trim deletes the oldest entries
  * with their parts and `logp`/`logt` keys, so it never holds more than the
  * bound plus one trim interval. `expireOutbox` also trims log entries older
@@ -142,7 +144,23 @@ export interface KvStoreOptions {
    * {@link DEFAULT_MAX_LOG_ENTRIES}, `Infinity` keeps everything.
    */
   maxLogEntries?: number;
+  /**
+   * Most traffic log bytes kept (the lines' text, oldest trimmed first,
+   * down to 90% of it); default {@link DEFAULT_MAX_LOG_BYTES}.
+   */
+  maxLogBytes?: number;
 }
+
+/**
+ * Default bound of the traffic log, in bytes of line text (256 MiB).
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_MAX_LOG_BYTES } from "./kv_store.ts";
+ * console.log(DEFAULT_MAX_LOG_BYTES); // 268435456
+ * ```
+ */
+export const DEFAULT_MAX_LOG_BYTES = 256 * 1024 * 1024;
 
 /**
  * Default bound of the traffic log, in entries.
@@ -169,6 +187,8 @@ const CLIP = 4096;
 const MAX_KEY_TEXT = 128;
 const LAST_ID: Key = ["id", "last"];
 const LOG_SEQ: Key = ["seq", "log"];
+/** The bytes of line text the log holds now (kept with each append/trim). */
+const LOG_BYTES: Key = ["seq", "logbytes"];
 const END_SEQ = Number.MAX_SAFE_INTEGER;
 // The log is trimmed every this many appends at most (fewer for small bounds).
 const TRIM_EVERY = 1000;
@@ -550,6 +570,14 @@ export class KvStore implements Store {
   #trimEvery: number;
   /** Log appends since the last trim was scheduled. */
   #sinceTrim = 0;
+  #maxLogBytes: number;
+  /**
+   * The highest log seq dropped: trims queued together see the same
+   * committed entries, and must not drop (and count) one twice.
+   */
+  #droppedThrough = 0;
+  /** Bytes of line text in the log (see {@link LOG_BYTES}). */
+  #logBytes: number;
 
   /**
    * Wraps a backend; `lastId` and `seq` resume the id generator and the log
@@ -558,10 +586,17 @@ export class KvStore implements Store {
    */
   constructor(
     backend: KvBackend,
-    resume: { lastId?: string; seq?: number } = {},
+    resume: { lastId?: string; seq?: number; logBytes?: number } = {},
     options: KvStoreOptions = {},
   ) {
     this.#maxLog = checkMaxLog(options.maxLogEntries);
+    this.#maxLogBytes = options.maxLogBytes ?? DEFAULT_MAX_LOG_BYTES;
+    if (!(this.#maxLogBytes > 0)) {
+      throw new RangeError(
+        `maxLogBytes must be a positive number or Infinity, got ${options.maxLogBytes}`,
+      );
+    }
+    this.#logBytes = resume.logBytes ?? 0;
     this.#backend = backend;
     this.#ids = new IdGenerator({ last: resume.lastId });
     this.#seq = resume.seq ?? 0;
@@ -586,9 +621,11 @@ export class KvStore implements Store {
       const backend = new DenoKvBackend(kv);
       const lastId = await backend.get(LAST_ID);
       const seq = await backend.get(LOG_SEQ);
+      const logBytes = await backend.get(LOG_BYTES);
       const store = new KvStore(backend, {
         lastId: typeof lastId === "string" ? lastId : undefined,
         seq: typeof seq === "number" ? seq : 0,
+        logBytes: typeof logBytes === "number" ? logBytes : 0,
       }, options);
       await store.#cleanStaged();
       await store.#trimLog();
@@ -860,7 +897,11 @@ export class KvStore implements Store {
     return out;
   }
 
-  replay(peer: string, seen: Record<string, string>): Promise<OutboxEntry[]> {
+  replay(
+    peer: string,
+    seen: Record<string, string>,
+    dropped?: (entry: OutboxEntry) => void,
+  ): Promise<OutboxEntry[]> {
     const pk = keyText(peer);
     return this.#submit(true, async (tx) => {
       const out: OutboxEntry[] = [];
@@ -882,6 +923,7 @@ export class KvStore implements Store {
             e.queuedAt,
             parts,
           );
+          dropped?.({ ...e, peer });
         } else {
           out.push({ ...e, peer });
         }
@@ -1260,7 +1302,9 @@ export class KvStore implements Store {
 
   /** Seqs are taken in commit order, so they increase with the log. */
   async #appendLog(tx: Tx, entry: Omit<LogEntry, "seq">): Promise<number> {
-    if (++this.#sinceTrim >= this.#trimEvery) {
+    this.#logBytes += entry.line.length;
+    const overBytes = this.#logBytes > this.#maxLogBytes;
+    if (++this.#sinceTrim >= this.#trimEvery || overBytes) {
       this.#sinceTrim = 0;
       // Queued behind this op; a store closing meanwhile just skips it.
       this.#trimLog().catch(() => {});
@@ -1273,6 +1317,7 @@ export class KvStore implements Store {
       tx.set(["logt", pk, threadKey(entry.th), seq], 1);
     }
     tx.set(LOG_SEQ, seq);
+    tx.set(LOG_BYTES, this.#logBytes);
     return seq;
   }
 
@@ -1282,12 +1327,20 @@ export class KvStore implements Store {
    * any still in the overlay, and nothing else writes them.
    */
   #trimLog(): Promise<void> {
-    if (this.#maxLog === Infinity) return Promise.resolve();
+    if (this.#maxLog === Infinity && this.#maxLogBytes === Infinity) {
+      return Promise.resolve();
+    }
     return this.#submit(false, async (tx) => {
       const cutoff = this.#seq - this.#maxLog;
-      if (cutoff < 1) return;
-      const range = { start: ["log", 0], end: ["log", cutoff + 1] };
+      const overBytes = this.#logBytes > this.#maxLogBytes;
+      if (cutoff < 1 && !overBytes) return;
+      // Over the byte bound: down to 90% of it, so trims stay rare.
+      const byteTarget = overBytes ? this.#maxLogBytes * 0.9 : Infinity;
+      const end = overBytes ? this.#seq + 1 : cutoff + 1;
+      const range = { start: ["log", 0], end: ["log", end] };
       for await (const listed of listRecords(this.#backend, range, 2)) {
+        const e = listed.value as LogEntry;
+        if (e.seq > cutoff && this.#logBytes <= byteTarget) break;
         await this.#dropLog(tx, listed);
       }
     });
@@ -1296,7 +1349,11 @@ export class KvStore implements Store {
   /** Deletes one log entry, its parts and its index keys. */
   async #dropLog(tx: Tx, { key, value, parts }: Listed): Promise<void> {
     const e = value as LogEntry;
+    if (e.seq <= this.#droppedThrough) return; // a trim before has it
+    this.#droppedThrough = e.seq;
     await tx.deleteRecord(key, parts);
+    this.#logBytes = Math.max(0, this.#logBytes - e.line.length);
+    tx.set(LOG_BYTES, this.#logBytes);
     const pk = keyText(e.peer);
     tx.delete(["logp", pk, e.seq]);
     if (e.th !== undefined) tx.delete(["logt", pk, threadKey(e.th), e.seq]);

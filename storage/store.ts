@@ -262,9 +262,14 @@ export interface Store {
   /**
    * The entries to replay after the remote's `resume`: in listed threads
    * those with id greater than the seen id, in unlisted threads all, in id
-   * order. Also drops entries at or before a listed seen id.
+   * order. Also drops entries at or before a listed seen id (the remote
+   * holds them; its ack was lost), telling `dropped` about each.
    */
-  replay(peer: string, seen: Record<string, string>): Promise<OutboxEntry[]>;
+  replay(
+    peer: string,
+    seen: Record<string, string>,
+    dropped?: (entry: OutboxEntry) => void,
+  ): Promise<OutboxEntry[]>;
 
   /**
    * Handles an ack of `id` in thread `th`: removes that entry, the earlier
