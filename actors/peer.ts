@@ -58,6 +58,7 @@ import type {
   OutboxDraft,
   OutboxEntry,
   PeerRecord,
+  ReceiveExtras,
   Store,
   ThreadPatch,
   ThreadRecord,
@@ -301,6 +302,8 @@ const LIVENESS: ReadonlySet<string> = new Set(["ping", "pong"]);
 const LOG_BATCH = 256;
 const EARLY_EVENTS = 10_000;
 const ACKED_MEMORY = 10_000;
+/** A thread's record is rewritten at most this often by sends alone. */
+const TOUCH_EVERY_MS = 1_000;
 
 const MIME: Record<string, string> = {
   txt: "text/plain",
@@ -443,6 +446,8 @@ export class Peer {
   /** Served results, queued one at a time (see {@link Peer.#reply}). */
   #replyTurn: Promise<void> = Promise.resolve();
   #acked = new Set<string>();
+  /** When each thread record was last written by {@link #touchThread}. */
+  #threadTouched = new Map<string, number>();
   #ackWaiters = new Map<string, Set<() => void>>();
   #sentTo = new Map<string, string>();
   #spoolByMsg = new Map<string, PendingSpool>();
@@ -606,7 +611,8 @@ export class Peer {
           track(this.#ext.onPrivate(d.peer, (d.message as Private).th)),
       },
       onEvent: (e) => this.#onSupervisorEvent(e),
-      onLine: (peer, dir, raw) => this.#logLine(peer, dir, raw),
+      onLine: (peer, dir, raw, message) =>
+        this.#logLine(peer, dir, raw, message),
       beforeCommit: (peer, conn, lines) =>
         this.#beforeCommit(peer, conn, lines),
       // Each fresh msg/state holds its event's turn: events leave in seq order.
@@ -931,9 +937,13 @@ export class Peer {
     }
     drafts.push({ fields });
     let entries;
+    // Asked together with the enqueue, so both share one group commit.
+    let touched: Promise<void> | undefined;
     try {
       // One enqueue: chunk ids come before the msg's (NOTES item 1).
       const enqueued = this.#sup.send(key, drafts);
+      touched = this.#touchThread(key, th, { subject: options.subject });
+      touched.catch(() => {}); // awaited below, once the enqueue is durable
       asked?.();
       entries = await enqueued;
     } catch (error) {
@@ -969,7 +979,7 @@ export class Peer {
         this.#blobs.outgoing(key, blob.ref, { th, name, size: blob.size });
       }
     }
-    await this.#touchThread(key, th, { subject: options.subject });
+    await touched;
     const sent = { ...fields, id, ts: entries[entries.length - 1].ts } as Msg;
     await this.#threads.feed(key, th, { type: "MSG_OUT", message: sent });
     await this.#ext.onLine(key, "out", { ...sent });
@@ -1732,22 +1742,24 @@ export class Peer {
   }
 
   async #remember(remote: RemoteHello, addr: string): Promise<void> {
-    const known = await this.#store.peer(remote.key);
-    const now = Date.now();
-    const addresses = [
-      addr,
-      ...(known?.addresses ?? []).filter((a) => a !== addr),
-    ];
-    await this.#store.putPeer({
-      ...known,
-      key: remote.key,
-      name: remote.name ?? known?.name,
-      about: remote.about ?? known?.about,
-      caps: remote.caps,
-      addresses,
-      dialed: true,
-      firstSeen: known?.firstSeen ?? now,
-      lastSeen: now,
+    // One read-and-write step: the supervisor records the same peer at the
+    // same moment, and neither may drop the other's address.
+    await this.#store.updatePeer(remote.key, (known) => {
+      const now = Date.now();
+      return {
+        ...known,
+        key: remote.key,
+        name: remote.name ?? known?.name,
+        about: remote.about ?? known?.about,
+        caps: remote.caps,
+        addresses: [
+          addr,
+          ...(known?.addresses ?? []).filter((a) => a !== addr),
+        ],
+        dialed: true,
+        firstSeen: known?.firstSeen ?? now,
+        lastSeen: now,
+      };
     });
   }
 
@@ -1793,7 +1805,20 @@ export class Peer {
     th: string,
     change: ThreadPatch,
   ): Promise<void> {
+    // A burst of sends in one thread writes its record once a second, not
+    // once a msg: only `updated` (for retention, in days) would change.
+    const id = `${peer} ${th}`;
+    const now = Date.now();
+    const onlyTouch = change.subject === undefined && !change.mine &&
+      !change.read;
+    const last = this.#threadTouched.get(id);
+    if (onlyTouch && last !== undefined && now - last < TOUCH_EVERY_MS) return;
     await this.#store.patchThread(peer, th, change);
+    this.#threadTouched.delete(id);
+    this.#threadTouched.set(id, now);
+    if (this.#threadTouched.size > ACKED_MEMORY) {
+      this.#threadTouched.delete(this.#threadTouched.keys().next().value!);
+    }
   }
 
   #onSupervisorEvent(e: SupervisorEvent): void {
@@ -1857,15 +1882,15 @@ export class Peer {
    * Every line after the handshake goes to the traffic log, batched (the
    * received content lines are logged by store.receive, in their commit).
    */
-  #logLine(peer: string | undefined, dir: "in" | "out", raw: string): void {
-    if (!peer) return;
-    let m: Record<string, unknown>;
-    try {
-      m = JSON.parse(raw);
-    } catch {
-      return; // a local note, or an unparsable line the connection refused
-    }
-    if (typeof m !== "object" || m === null || typeof m.t !== "string") return;
+  #logLine(
+    peer: string | undefined,
+    dir: "in" | "out",
+    raw: string,
+    parsed?: Record<string, unknown>,
+  ): void {
+    // Without the parsed line: a local note, or a line the connection refused.
+    const m = parsed;
+    if (!peer || m === undefined || typeof m.t !== "string") return;
     let bare: Record<string, unknown> | undefined;
     if (m.t === "chunk") {
       const { data: _, ...rest } = m;
@@ -1892,6 +1917,9 @@ export class Peer {
     }
     if (dir === "in" && LOGGED_BY_RECEIVE.has(m.t)) return;
     if (LIVENESS.has(m.t) || HANDSHAKE.has(m.t)) return;
+    // Acks have no log rows: one per content line would double the log's
+    // writes, and the acked line's own row and the `acked` event say it.
+    if (m.t === "ack") return;
     const line = bare ? JSON.stringify(bare) : raw;
     this.#logBuffer.push({
       peer,
@@ -1977,12 +2005,13 @@ export class Peer {
     peer: string,
     conn: Connection,
     lines: ReceivedLine[],
-  ): Promise<void> {
-    for (const { message } of lines) {
-      if (message.t === "chunk") {
-        await this.#blobs.takeChunk(peer, conn, message);
-      }
-    }
+  ): Promise<ReceiveExtras | void> {
+    const chunks = lines.flatMap(({ message, bytes }) =>
+      message.t === "chunk" ? [bytes ? { ...message, bytes } : message] : []
+    );
+    if (chunks.length === 0) return;
+    // The sinks' records commit with the chunks' seen markers.
+    return { blobs: await this.#blobs.takeChunks(peer, conn, chunks) };
   }
 
   async #onErr(d: Delivery): Promise<void> {

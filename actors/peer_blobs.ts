@@ -19,7 +19,7 @@ import {
   sinkEvent,
 } from "./blob_machine.ts";
 import type { PeerEvent, ReceivedBlob } from "./peer_events.ts";
-import type { OutboxEntry, Store } from "../storage/store.ts";
+import type { BlobRecord, OutboxEntry, Store } from "../storage/store.ts";
 import { BlobSink } from "../storage/blob_sink.ts";
 import { discardSpooled } from "../storage/spool.ts";
 import { KEY_PREFIX } from "../wire/keys.ts";
@@ -393,55 +393,68 @@ export class PeerBlobs {
   }
 
   /**
-   * Writes a received chunk to its sink (synced) and persists the record;
+   * Writes received chunks to their sinks (one sync per sink for the whole
+   * batch) and resolves with each touched sink's record, to be committed
+   * with the chunks' seen markers (so the two never disagree after a kill);
    * a refusal is answered on `conn` with err blob_refused, once.
    */
-  async takeChunk(peer: string, conn: Connection, m: Chunk): Promise<void> {
-    const sink = await this.#sinkFor(peer, m.ref, m.th);
-    const over = await this.#overBudget(peer, m, sink);
-    if (over !== undefined) {
-      await sink.discard();
-      await this.#store.putBlob(sink.record);
-      this.#sinks.delete(`${peer} ${m.ref}`);
-      (this.#held ?? await this.#unfinishedBytes()).delete(`${peer} ${m.ref}`);
-      conn.sendLine({
-        t: "err",
-        code: "blob_refused",
-        detail: over,
-        ref: m.ref,
-      });
-      this.#localError(peer, "blob", over, m.ref);
-      return;
+  async takeChunks(
+    peer: string,
+    conn: Connection,
+    chunks: Array<Chunk & { bytes?: Uint8Array }>,
+  ): Promise<BlobRecord[]> {
+    const records: BlobRecord[] = [];
+    // Sinks in order of first appearance, each with its chunks in order.
+    const bySink = new Map<string, Array<Chunk & { bytes?: Uint8Array }>>();
+    for (const m of chunks) {
+      const list = bySink.get(m.ref);
+      if (list) list.push(m);
+      else bySink.set(m.ref, [m]);
     }
-    const result = await sink.write(m);
-    const held = this.#held ?? await this.#unfinishedBytes();
-    if (sink.status === "active") {
-      held.set(`${peer} ${m.ref}`, { peer, bytes: sink.bytes });
-    } else held.delete(`${peer} ${m.ref}`);
-    if (
-      result.kind === "error" &&
-      (result.code === "out_of_order" || result.code === "after_complete")
-    ) {
-      // The sink has it already: a replay of a chunk written before a crash
-      // (or a reconnect) but not committed as seen. A duplicate, not an error.
-      return;
-    }
-    await this.#store.putBlob(sink.record);
-    const event = sinkEvent(result);
-    const actor = this.#incomingBlob(peer, m.ref, sink);
-    if (event) void actor.then((a) => a.send(event), () => {});
-    if (result.kind === "refused") {
-      if (!result.repeat) {
-        conn.sendLine({
-          t: "err",
-          code: "blob_refused",
-          detail: result.detail,
-          ref: m.ref,
-        });
+    for (const [ref, list] of bySink) {
+      const id = `${peer} ${ref}`;
+      const sink = await this.#sinkFor(peer, ref, list[0].th);
+      const over = await this.#overBudget(peer, ref, decodedBytes(list), sink);
+      if (over !== undefined) {
+        await sink.discard();
+        records.push(sink.record);
+        this.#sinks.delete(id);
+        (this.#held ?? await this.#unfinishedBytes()).delete(id);
+        conn.sendLine({ t: "err", code: "blob_refused", detail: over, ref });
+        this.#localError(peer, "blob", over, ref);
+        continue;
       }
-    } else if (result.kind === "error") {
-      this.#localError(peer, "blob", result.detail, m.ref);
+      const results = await sink.writeMany(list);
+      const held = this.#held ?? await this.#unfinishedBytes();
+      if (sink.status === "active") held.set(id, { peer, bytes: sink.bytes });
+      else held.delete(id);
+      // A chunk the sink has already is a replay of one written before a
+      // crash (or a reconnect) but not committed as seen: not an error.
+      const taken = results.filter((r) =>
+        !(r.kind === "error" &&
+          (r.code === "out_of_order" || r.code === "after_complete"))
+      );
+      if (taken.length === 0) continue;
+      records.push(sink.record);
+      const actor = this.#incomingBlob(peer, ref, sink);
+      for (const result of taken) {
+        const event = sinkEvent(result);
+        if (event) void actor.then((a) => a.send(event), () => {});
+        if (result.kind === "refused") {
+          if (!result.repeat) {
+            conn.sendLine({
+              t: "err",
+              code: "blob_refused",
+              detail: result.detail,
+              ref: result.ref,
+            });
+          }
+        } else if (result.kind === "error") {
+          this.#localError(peer, "blob", result.detail, result.ref);
+        }
+      }
     }
+    return records;
   }
 
   /** Finishes the blob a msg names; `conn` (live) hears a refusal. */
@@ -541,30 +554,30 @@ export class PeerBlobs {
     return this.#unfinished;
   }
 
-  /** Why `m` may not be written (a bound passed), or undefined. */
+  /** Why `adding` more bytes of blob `ref` may not be written, or undefined. */
   async #overBudget(
     peer: string,
-    m: Chunk,
+    ref: string,
+    adding: number,
     sink: BlobSink,
   ): Promise<string | undefined> {
-    if (sink.status !== "active" || typeof m.data !== "string") return;
-    const adding = Math.floor(m.data.length * 3 / 4); // decoded, at most
-    // Synchronous once loaded: this runs for every chunk received.
+    if (sink.status !== "active") return;
+    // Synchronous once loaded: this runs for every batch of chunks.
     const held = this.#held ?? await this.#unfinishedBytes();
     let mine = 0;
     let all = 0;
     for (const [id, h] of held) {
-      if (id === `${peer} ${m.ref}`) continue; // counted as sink.bytes
+      if (id === `${peer} ${ref}`) continue; // counted as sink.bytes
       all += h.bytes;
       if (h.peer === peer) mine += h.bytes;
     }
     mine += sink.bytes + adding;
     all += sink.bytes + adding;
     if (mine > this.#perPeer) {
-      return `blob ${m.ref} refused: unfinished blobs from this peer would pass ${this.#perPeer} bytes`;
+      return `blob ${ref} refused: unfinished blobs from this peer would pass ${this.#perPeer} bytes`;
     }
     if (all > this.#total) {
-      return `blob ${m.ref} refused: unfinished blobs would pass ${this.#total} bytes in total`;
+      return `blob ${ref} refused: unfinished blobs would pass ${this.#total} bytes in total`;
     }
     return undefined;
   }
@@ -618,4 +631,14 @@ export class PeerBlobs {
     }
     return count;
   }
+}
+
+/** The decoded size of chunks (their bytes, or at most 3/4 of their base64). */
+function decodedBytes(chunks: Array<Chunk & { bytes?: Uint8Array }>): number {
+  let n = 0;
+  for (const m of chunks) {
+    n += m.bytes?.byteLength ??
+      (typeof m.data === "string" ? Math.floor(m.data.length * 3 / 4) : 0);
+  }
+  return n;
 }

@@ -55,6 +55,7 @@ import type {
   OutboxDraft,
   OutboxEntry,
   PeerRecord,
+  ReceiveExtras,
   Store,
 } from "../storage/store.ts";
 import { canonicalJson } from "../wire/canonical_json.ts";
@@ -196,14 +197,19 @@ export interface SupervisorOptions {
   retentionMs?: number;
   /** Everything the supervisor reports. */
   onEvent?(event: SupervisorEvent): void;
-  /** Every line in and out, for a log or an inspector. */
-  onLine?(peer: string | undefined, dir: "in" | "out", raw: string): void;
+  /** Every line in and out (parsed, when it parsed), for a log or an inspector. */
+  onLine?(
+    peer: string | undefined,
+    dir: "in" | "out",
+    raw: string,
+    message?: Record<string, unknown>,
+  ): void;
   /** Awaited before received content lines commit (see ConnectionOptions). */
   beforeCommit?(
     peer: string,
     conn: Connection,
     lines: ReceivedLine[],
-  ): Promise<void>;
+  ): Promise<ReceiveExtras | void>;
   /**
    * The fresh content lines just committed (each with its log `seq`),
    * called synchronously before any of them is routed.
@@ -916,7 +922,8 @@ export class Supervisor {
       },
       onControl: (c, line) => this.#route(c, line.message, line.raw),
       onLine: this.#o.onLine
-        ? (c, dir, raw) => this.#o.onLine!(c.remote?.key, dir, raw)
+        ? (c, dir, raw, message) =>
+          this.#o.onLine!(c.remote?.key, dir, raw, message)
         : undefined,
       onClosed: (c, reason) => this.#closed(c, reason, transport.remoteAddr),
     });
@@ -1024,19 +1031,16 @@ export class Supervisor {
     dialed: boolean,
     dialedAddr?: string,
   ): Promise<void> {
-    try {
-      const store = this.#o.store;
-      const known = await store.peer(remote.key);
-      const now = Date.now();
+    const dialerAddrs = this.#dialers.get(remote.key)?.addresses ?? [];
+    const merged = (known: PeerRecord | undefined, now: number): PeerRecord => {
       const addresses = [...(known?.addresses ?? [])];
-      const dialerAddrs = this.#dialers.get(remote.key)?.addresses ?? [];
       for (const a of [dialedAddr, ...dialerAddrs, remote.addr].reverse()) {
         if (!a) continue;
         const i = addresses.indexOf(a);
         if (i >= 0) addresses.splice(i, 1);
         addresses.unshift(a);
       }
-      const record: PeerRecord = {
+      return {
         ...known,
         key: remote.key,
         name: remote.name ?? known?.name,
@@ -1047,14 +1051,20 @@ export class Supervisor {
         firstSeen: known?.firstSeen ?? now,
         lastSeen: now,
       };
+    };
+    try {
+      const store = this.#o.store;
+      const known = await store.peer(remote.key);
+      const now = Date.now();
       // A peer that reconnects often (a restarting agent, a bench) would
       // cost a commit per handshake: skip it when only lastSeen moved, by
       // less than LAST_SEEN_PRECISION_MS.
       if (
         known && now - (known.lastSeen ?? 0) < LAST_SEEN_PRECISION_MS &&
-        samePeerRecord(known, record)
+        samePeerRecord(known, merged(known, now))
       ) return;
-      await store.putPeer(record);
+      // Read and written in one step (Peer.connect records the same peer).
+      await store.updatePeer(remote.key, (k) => merged(k, Date.now()));
     } catch { /* bookkeeping only */ }
   }
 
