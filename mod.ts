@@ -57,6 +57,22 @@ export type { PresenceInfo } from "./actors/peer_extensions.ts";
 export type { PresenceRecord } from "./actors/presence_gossip.ts";
 export type { MirroredLine, MirroredThread } from "./actors/mirror.ts";
 export type { SignedPresence } from "./wire/presence.ts";
+// Types only: the SAMVAD module (ajv, jose) loads on the first peer.samvad().
+export type {
+  ForwardRequest,
+  SamvadAgent,
+  SamvadOptions,
+} from "./samvad/samvad_agent.ts";
+export type { SamvadBridge } from "./samvad/bridge.ts";
+export type { BridgeConfig } from "./samvad/bridge_config.ts";
+export type { AgentCard, SkillDef } from "./samvad/card.ts";
+export type { CallOptions, StreamEvent, TaskRecord } from "./samvad/client.ts";
+export type {
+  RequestEnvelope,
+  ResponseEnvelope,
+  SamvadError,
+  SamvadErrorCode,
+} from "./samvad/envelope.ts";
 export type {
   ActorInfo,
   ActorStatus,

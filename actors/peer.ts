@@ -77,6 +77,7 @@ import { blobPart, textPart } from "../wire/messages.ts";
 import { timestamp } from "../wire/time.ts";
 import { MAX_LINE_BYTES } from "../wire/frame.ts";
 import { validateMessage } from "../wire/validate.ts";
+import type { SamvadAgent, SamvadOptions } from "../samvad/samvad_agent.ts";
 import { CONTENT_TYPES, MESSAGE_TYPES } from "../wire/types.ts";
 import type {
   Err,
@@ -490,6 +491,7 @@ export class Peer {
   #trust: PeerTrust;
   #requests: RequestServer;
   #ext: PeerExtensions;
+  #samvad: Promise<SamvadAgent> | undefined;
 
   private constructor(
     signer: Signer,
@@ -1586,6 +1588,26 @@ export class Peer {
     return this.#closing;
   }
 
+  /**
+   * This peer as a SAMVAD agent (its Ed25519 key is its SAMVAD key): call
+   * SAMVAD agents, serve the bridge. The first call loads the SAMVAD
+   * module (ajv, jose); later calls return the same agent (their options
+   * are ignored).
+   *
+   * @example
+   * ```ts ignore
+   * const samvad = await peer.samvad();
+   * const result = await samvad.call("agent://them.example", "echo", { text: "hi" });
+   * ```
+   */
+  samvad(options: SamvadOptions = {}): Promise<SamvadAgent> {
+    this.#open("samvad");
+    this.#samvad ??= import("../samvad/samvad_agent.ts").then((m) =>
+      new m.SamvadAgent(this, this.#signer, options)
+    );
+    return this.#samvad;
+  }
+
   // ---- internals ----
 
   /** Drops unfinished incoming blobs past their TTL, now and then. */
@@ -1612,6 +1634,7 @@ export class Peer {
 
   async #close(): Promise<void> {
     clearTimeout(this.#retention);
+    await (await this.#samvad?.catch(() => undefined))?.close();
     clearTimeout(this.#blobExpiry);
     this.#ext.close();
     // Running commands are killed; their journal records stay "running",

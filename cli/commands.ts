@@ -26,6 +26,7 @@ import {
   daemonFlagValues,
 } from "./daemon_flags.ts";
 import { parseAddress } from "../wire/address.ts";
+import { SAMVAD_COMMAND } from "../samvad/cli.ts";
 
 /** What a command gets to run with. */
 export interface CommandContext {
@@ -1200,6 +1201,7 @@ export const COMMANDS: Record<string, Command> = {
       return 0;
     },
   },
+  samvad: SAMVAD_COMMAND,
 };
 
 interface ThreadRow {

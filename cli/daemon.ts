@@ -28,6 +28,7 @@ import {
   readDaemonConfig,
 } from "./daemon_config.ts";
 import { ensureSocketDir, homePaths } from "./home.ts";
+import type { SamvadFlagValues } from "./daemon_flags.ts";
 import type {
   InboxItem,
   PeerSummary,
@@ -80,6 +81,8 @@ export interface DaemonOptions {
   store?: string;
   /** Extra Host names the inspector and the dashboard answer (behind a proxy or tunnel). */
   allowHosts?: string[];
+  /** Serve the SAMVAD bridge from the start (`--samvad-listen`, `--samvad-skills`). */
+  samvad?: SamvadFlagValues;
   /**
    * Serve the dashboard: "" for 127.0.0.1:7788 (or the next free port), or
    * `HOST:PORT`. Off when undefined.
@@ -379,6 +382,22 @@ class Daemon {
           await this.#peer.close();
           await pump;
           return this.#fail(oneLine(error));
+        }
+      }
+      if (this.#o.samvad) {
+        // After the pump: the first events() subscriber gets the early events.
+        try {
+          await this.#samvad(
+            { action: "serve", ...this.#o.samvad },
+            () => Promise.resolve(),
+          );
+        } catch (error) {
+          await this.#control.close();
+          await this.#web?.close().catch(() => {});
+          await this.#inspector?.close();
+          await this.#peer.close();
+          await pump;
+          return this.#fail(`samvad: ${oneLine(error)}`);
         }
       }
       const onSignal = () => this.#stop();
@@ -799,11 +818,22 @@ class Daemon {
         return await this.#wait(a, emit, signal);
       case "read":
         return await this.#read(a);
+      case "samvad":
+        return await this.#samvad(a, emit);
       case "request":
         return await this.#request(a, signal);
       default:
         throw usage(`unknown control op "${req.op}"`);
     }
+  }
+
+  /** The SAMVAD bridge and calls (loaded on first use: ajv, jose). */
+  async #samvad(
+    a: Record<string, unknown>,
+    emit: (item: unknown) => Promise<void>,
+  ): Promise<unknown> {
+    const { samvadOp } = await import("../samvad/daemon_op.ts");
+    return await samvadOp(this.#peer, a, emit, (line) => this.#log(line));
   }
 
   /** Resolves a peer name to a known key (addresses included). */

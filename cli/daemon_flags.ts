@@ -43,6 +43,10 @@ export const DAEMON_FLAGS: readonly FlagSpec[] = [
   { name: "presence", type: "boolean" },
   { name: "no-relay", type: "boolean" },
   { name: "store", type: "string" },
+  { name: "samvad-listen", type: "string" },
+  { name: "samvad-skills", type: "string" },
+  { name: "samvad-to", type: "string" },
+  { name: "samvad-http-loopback", type: "boolean" },
   { name: "web", type: "optional" },
   { name: "web-write", type: "boolean" },
   { name: "ca", type: "list" },
@@ -92,6 +96,8 @@ export const DAEMON_CONFIG_HELP = [
   '   "listen": ["tcp:127.0.0.1:7000"], "presence": true, "relay": true,',
   '   "trust": ["ed25519:..."], "serve": ["fs:read"], "root": "/srv/work"}',
   "--name, --about and --listen are remembered for later starts.",
+  "--samvad-listen HOST:PORT --samvad-skills FILE [--samvad-to PEER] [--samvad-http-loopback]",
+  "                   also serve the SAMVAD bridge (see awp help samvad)",
 ].join("\n");
 
 /** The daemon flags, checked. */
@@ -118,6 +124,8 @@ export interface DaemonFlagValues {
   /** False under `--no-relay`. */
   relay?: false;
   store?: string;
+  /** Serve the SAMVAD bridge too (`--samvad-listen`, `--samvad-skills`). */
+  samvad?: SamvadFlagValues;
   /** The dashboard: "" for 127.0.0.1:7788 (or the next free port), `HOST:PORT`; absent: off. */
   web?: string;
   /** The dashboard may write. */
@@ -129,6 +137,31 @@ export interface DaemonFlagValues {
   /** WebSocket binding: TLS certificate and key files for wss (absolute). */
   cert?: string;
   key?: string;
+}
+
+/** The `--samvad-*` flags: the bridge the daemon serves from its start. */
+export interface SamvadFlagValues {
+  listen: string;
+  /** Absolute. */
+  skills: string;
+  to?: string;
+  httpLoopback?: boolean;
+}
+
+function samvadFlags(args: Args): SamvadFlagValues | undefined {
+  const listen = args.string("samvad-listen");
+  const skills = args.string("samvad-skills");
+  if (listen === undefined && skills === undefined) return undefined;
+  if (!listen || !skills) {
+    throw new UsageError("--samvad-listen and --samvad-skills go together");
+  }
+  const to = args.string("samvad-to");
+  return {
+    listen,
+    skills: absolute(skills),
+    ...(to ? { to } : {}),
+    ...(args.bool("samvad-http-loopback") ? { httpLoopback: true } : {}),
+  };
 }
 
 /**
@@ -263,6 +296,7 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
     presence: args.bool("presence"),
     ...(args.bool("no-relay") ? { relay: false as const } : {}),
     ...(store ? { store } : {}),
+    ...(samvadFlags(args) ? { samvad: samvadFlags(args) } : {}),
     ...(args.has("web") ? { web: args.string("web") ?? "" } : {}),
     ...(args.bool("web-write") ? { webWrite: true as const } : {}),
     ca: args.list("ca").map(absolute),
@@ -305,6 +339,12 @@ export function daemonFlagArgv(v: DaemonFlagValues): string[] {
   if (v.presence) out.push("--presence");
   if (v.relay === false) out.push("--no-relay");
   if (v.store) out.push("--store", v.store);
+  if (v.samvad) {
+    out.push("--samvad-listen", v.samvad.listen);
+    out.push("--samvad-skills", v.samvad.skills);
+    if (v.samvad.to) out.push("--samvad-to", v.samvad.to);
+    if (v.samvad.httpLoopback) out.push("--samvad-http-loopback");
+  }
   if (v.web !== undefined) out.push(v.web ? `--web=${v.web}` : "--web");
   if (v.webWrite) out.push("--web-write");
   for (const f of v.ca ?? []) out.push("--ca", f);

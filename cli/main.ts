@@ -128,6 +128,7 @@ async function daemonCommand(argv: string[], out: Output): Promise<number> {
     ...(v.store ? { store: v.store } : {}),
     ...(v.accept ? { accept: v.accept } : {}),
     ...(v.root ? { root: v.root } : {}),
+    ...(v.samvad ? { samvad: v.samvad } : {}),
     ...(v.execEnvPass ? { execEnvPass: v.execEnvPass } : {}),
     ...(v.bounds ? { bounds: v.bounds } : {}),
     ...(v.web !== undefined ? { web: v.web } : {}),
