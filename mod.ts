@@ -90,7 +90,12 @@ export {
   parseAddress,
 } from "./wire/address.ts";
 export { timestamp } from "./wire/time.ts";
-export { StoreUnavailableError } from "./storage/open_store.ts";
+export {
+  HomeNotDirectoryError,
+  StoreDamagedError,
+  StorePermissionsError,
+  StoreUnavailableError,
+} from "./storage/open_store.ts";
 export {
   BlobSourceError,
   BlobTooLargeError,

@@ -26,6 +26,11 @@ import {
   daemonFlagValues,
 } from "./daemon_flags.ts";
 import { parseAddress } from "../wire/address.ts";
+import {
+  ensureHomeDir,
+  HomeNotDirectoryError,
+  moveStoreAside,
+} from "../storage/open_store.ts";
 
 /** What a command gets to run with. */
 export interface CommandContext {
@@ -73,6 +78,7 @@ export async function ensureDaemon(
   home: string,
   extra: string[] = [],
 ): Promise<boolean> {
+  await checkHomeIsDirectory(home);
   const paths = homePaths(home);
   try {
     await controlCall(paths.control, home, "ping", {});
@@ -80,7 +86,7 @@ export async function ensureDaemon(
   } catch (error) {
     if (!(error instanceof NoDaemonError)) throw error;
   }
-  await Deno.mkdir(home, { recursive: true, mode: 0o700 });
+  await ensureHomeDir(home);
   const { command, args } = selfCommand([
     "daemon",
     "--home",
@@ -129,7 +135,8 @@ export async function ensureDaemon(
 async function lastLogLine(path: string): Promise<string> {
   try {
     const lines = (await Deno.readTextFile(path)).trim().split("\n");
-    return lines.at(-1) || `see ${path}`;
+    // The log's own timestamp and level are noise in a one-line error.
+    return lines.at(-1)?.replace(/^\S+Z (error: )?/, "") || `see ${path}`;
   } catch {
     return `see ${path}`;
   }
@@ -156,6 +163,7 @@ export function makeContext(args: Args, out: Output): CommandContext {
     out,
     home,
     async call(op, opArgs = {}, options = {}) {
+      await checkHomeIsDirectory(home);
       if (options.start) await ensureDaemon(home);
       return await controlCall(
         paths.control,
@@ -167,6 +175,17 @@ export function makeContext(args: Args, out: Output): CommandContext {
       );
     },
   };
+}
+
+/** A home that is a file is named in the error, before anything else is tried. */
+async function checkHomeIsDirectory(home: string): Promise<void> {
+  try {
+    if ((await Deno.stat(home)).isDirectory) return;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return; // made on first start
+    if (!(error instanceof Deno.errors.NotADirectory)) throw error;
+  }
+  throw new HomeNotDirectoryError(home);
 }
 
 function shortKey(key: string): string {
@@ -440,6 +459,57 @@ export const COMMANDS: Record<string, Command> = {
       }
       if (ctx.out.json) ctx.out.value({ stopped: true });
       else ctx.out.line("stopped");
+      return 0;
+    },
+  },
+  reset: {
+    summary:
+      "start over with a new identity: move the store aside (nothing is deleted)",
+    usage: "awp reset --home DIR",
+    flags: [],
+    help:
+      "Moves awp.kv (and its -wal and -shm) to awp.kv.<time>.bak in the home; the next start\n" +
+      "creates a new identity with no peers or threads. The daemon must be stopped (awp down).\n" +
+      "To undo, stop the daemon and move the .bak files back.",
+    async run(ctx) {
+      if (ctx.args.positionals.length > 0) {
+        throw new UsageError(
+          `unexpected argument "${ctx.args.positionals[0]}"`,
+        );
+      }
+      if (!ctx.args.has("home")) {
+        // Starting over is never the default: the home is named on purpose.
+        throw new UsageError(
+          `name the home to reset: awp reset --home ${ctx.home}`,
+        );
+      }
+      await checkHomeIsDirectory(ctx.home);
+      const running = await ctx.call("ping").then(() => true, (error) => {
+        if (error instanceof NoDaemonError) return false;
+        throw error;
+      });
+      // Holding the daemon's lock keeps one from starting while we move.
+      using lock = await Deno.open(homePaths(ctx.home).lock, {
+        create: true,
+        read: true,
+        write: true,
+        mode: 0o600,
+      });
+      if (running || !(await lock.tryLock(true))) {
+        throw new ControlError(
+          `the daemon for ${ctx.home} is running: stop it first (awp down --home ${ctx.home})`,
+        );
+      }
+      const moved = await moveStoreAside(ctx.home);
+      if (ctx.out.json) ctx.out.value({ home: ctx.home, moved });
+      else if (moved.length === 0) ctx.out.line(`no store in ${ctx.home}`);
+      else {
+        ctx.out.line(
+          `moved the store aside to ${
+            moved[0]
+          }; the next start creates a new identity`,
+        );
+      }
       return 0;
     },
   },

@@ -13,7 +13,14 @@ import { ENDING_STATES } from "../actors/thread_machine.ts";
 import { InspectionHub } from "../inspector/inspection_hub.ts";
 import { type InspectorServer, serveInspector } from "../inspector/server.ts";
 import type { LogEntry, ThreadRecord } from "../storage/store.ts";
-import { openStore, StoreUnavailableError } from "../storage/open_store.ts";
+import {
+  ensureHomeDir,
+  HomeNotDirectoryError,
+  openStore,
+  StoreDamagedError,
+  StorePermissionsError,
+  StoreUnavailableError,
+} from "../storage/open_store.ts";
 import { AddressError, parseAddress } from "../wire/address.ts";
 import { grantHash } from "../wire/grant.ts";
 import type { Part } from "../wire/types.ts";
@@ -184,7 +191,10 @@ class Daemon {
     const text = `${new Date().toISOString()} ${line}\n`;
     try {
       if (this.#o.log) {
-        Deno.writeTextFileSync(this.#o.log, text, { append: true });
+        Deno.writeTextFileSync(this.#o.log, text, {
+          append: true,
+          mode: 0o600,
+        });
       } else Deno.stderr.writeSync(this.#encoder.encode(text));
     } catch { /* logging must not take the daemon down */ }
   }
@@ -198,13 +208,17 @@ class Daemon {
   async run(): Promise<number> {
     const home = this.#o.home;
     try {
-      await Deno.mkdir(home, { recursive: true, mode: 0o700 });
+      await ensureHomeDir(home);
       this.#lock = await Deno.open(this.#paths.lock, {
         create: true,
         read: true,
         write: true,
+        mode: 0o600,
       });
     } catch (error) {
+      if (error instanceof HomeNotDirectoryError) {
+        return this.#fail(error.message);
+      }
       return this.#fail(`cannot use home ${home}: ${oneLine(error)}`);
     }
     if (!(await this.#lock.tryLock(true))) {
@@ -304,7 +318,11 @@ class Daemon {
         );
       }
     } catch (error) {
-      if (error instanceof StoreUnavailableError) {
+      if (
+        error instanceof StoreUnavailableError ||
+        error instanceof StoreDamagedError ||
+        error instanceof StorePermissionsError
+      ) {
         return this.#fail(error.message);
       }
       if (error instanceof DaemonConfigError) return this.#fail(error.message);
@@ -421,6 +439,7 @@ class Daemon {
     await ensureSocketDir(this.#paths.peerSocket);
     await Deno.remove(this.#paths.peerSocket).catch(() => {});
     this.#addrs.push(await this.#peer.listen(`unix:${this.#paths.peerSocket}`));
+    await Deno.chmod(this.#paths.peerSocket, 0o600); // like every file in the home
     for (let port = DEFAULT_TCP_PORT; port < DEFAULT_TCP_PORT + 100; port++) {
       try {
         this.#addrs.push(await this.#peer.listen(`tcp:127.0.0.1:${port}`));
