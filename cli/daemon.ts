@@ -283,7 +283,6 @@ class Daemon {
           ...config,
           ...(o.name !== undefined ? { name: o.name } : {}),
           ...(o.about !== undefined ? { about: o.about } : {}),
-          ...(o.listen?.length ? { listen: o.listen } : {}),
         };
         if (JSON.stringify(next) !== JSON.stringify(config)) {
           await probe.setMeta(CONFIG_META, next);
@@ -339,6 +338,8 @@ class Daemon {
         await this.#peer.close();
         return this.#fail(oneLine(error));
       }
+      // Remembered only once bound: a port in use must not break every later `up`.
+      await this.#rememberListen();
       if (this.#hub) {
         try {
           await this.#serveInspector(this.#o.inspect ?? "", []);
@@ -425,6 +426,14 @@ class Daemon {
       Array.isArray(a.allowHosts) ? a.allowHosts.map(String) : [],
     ).finally(() => this.#inspecting = undefined);
     return { url: await this.#inspecting };
+  }
+
+  async #rememberListen(): Promise<void> {
+    const listen = this.#o.listen;
+    if (!listen?.length) return;
+    const config = await this.#peer.store.getMeta<Config>(CONFIG_META) ?? {};
+    if (JSON.stringify(config.listen) === JSON.stringify(listen)) return;
+    await this.#peer.store.setMeta(CONFIG_META, { ...config, listen });
   }
 
   async #listenAll(explicit: string[] | undefined): Promise<void> {
