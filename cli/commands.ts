@@ -25,7 +25,7 @@ import {
   daemonFlagArgv,
   daemonFlagValues,
 } from "./daemon_flags.ts";
-import { parseAddress } from "../wire/address.ts";
+import { addressArg } from "./address_arg.ts";
 import {
   ensureHomeDir,
   HomeNotDirectoryError,
@@ -337,18 +337,6 @@ class ProgressBars {
   }
 }
 
-/** A malformed address is a usage error, caught before the daemon is involved. */
-function checkAddress(text: string, always = false): void {
-  if (!always && !/^(tcp|unix):/i.test(text)) return; // a peer name or key
-  try {
-    parseAddress(text);
-  } catch (error) {
-    throw new UsageError(
-      error instanceof Error ? error.message : String(error),
-    );
-  }
-}
-
 function needPositional(args: Args, n: number, what: string): void {
   if (args.positionals.length < n) throw new UsageError(`missing ${what}`);
 }
@@ -541,10 +529,13 @@ export const COMMANDS: Record<string, Command> = {
     }],
     async run(ctx) {
       const addr = ctx.args.positionals[0];
-      if (addr) checkAddress(addr, true);
-      const res = await ctx.call("listen", addr ? { addr } : {}, {
-        start: true,
-      }) as {
+      const res = await ctx.call(
+        "listen",
+        addr ? { addr: addressArg(addr, true) } : {},
+        {
+          start: true,
+        },
+      ) as {
         key: string;
         addrs: string[];
       };
@@ -572,10 +563,11 @@ export const COMMANDS: Record<string, Command> = {
     flags: [{ name: "timeout", type: "string" }],
     async run(ctx) {
       needPositional(ctx.args, 1, "address");
-      checkAddress(ctx.args.positionals[0]);
+      // A malformed address is a usage error, caught before the daemon is involved.
+      const target = addressArg(ctx.args.positionals[0]);
       const timeoutMs = parseDuration(ctx.args.string("timeout") ?? "1m");
       const r = await ctx.call("connect", {
-        target: ctx.args.positionals[0],
+        target,
         timeoutMs,
       }, { start: true }) as {
         key: string;
@@ -640,7 +632,7 @@ export const COMMANDS: Record<string, Command> = {
       const words = [...a.positionals];
       // A malformed address as the peer is a usage error, as for connect.
       const to = a.string("to") ?? (words.length > 1 ? words[0] : undefined);
-      if (to !== undefined) checkAddress(to);
+      if (to !== undefined) addressArg(to);
       if (words.includes("-")) {
         const stdin = await readStdin();
         for (let i = 0; i < words.length; i++) {

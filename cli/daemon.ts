@@ -154,6 +154,19 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   return await daemon.run();
 }
 
+/**
+ * The name a peer announces when none is given: who runs it and where, and
+ * which home unless it is the default one, e.g. `ana@build1` or
+ * `ana@build1:worker`, so two local peers are told apart.
+ */
+function defaultName(home: string): string {
+  const user = Deno.env.get("USER") ?? Deno.env.get("LOGNAME") ??
+    Deno.env.get("USERNAME") ?? "awp";
+  const base = `${user}@${Deno.hostname()}`;
+  const dir = home.split("/").filter(Boolean).at(-1) ?? "";
+  return dir === "" || dir === ".awp" ? base : `${base}:${dir}`;
+}
+
 class Daemon {
   readonly #o: DaemonOptions;
   readonly #paths: ReturnType<typeof homePaths>;
@@ -296,7 +309,7 @@ class Daemon {
         probe.close();
       }
       this.#name = o.name ?? file.name ?? config.name ??
-        `awp@${Deno.hostname()}`;
+        defaultName(o.home);
       const about = o.about ?? file.about ?? config.about;
       listen = o.listen?.length ? o.listen : file.listen ?? config.listen;
       if (o.inspect !== undefined) this.#hub = new InspectionHub();

@@ -8,7 +8,7 @@
 
 import { type Args, type FlagSpec, UsageError } from "./args.ts";
 import { isKey } from "../wire/keys.ts";
-import { parseAddress } from "../wire/address.ts";
+import { addressArg } from "./address_arg.ts";
 
 /**
  * Flags of the daemon. `up` takes all of them but `--log`.
@@ -166,15 +166,15 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
   if (accept !== undefined && accept !== "any" && accept !== "allowlist") {
     throw new UsageError(`bad --accept "${accept}": use any or allowlist`);
   }
-  for (const addr of args.list("listen")) {
+  const listen = args.list("listen").map((addr) => {
     try {
-      parseAddress(addr);
+      return addressArg(addr, true);
     } catch (error) {
       throw new UsageError(
         `bad --listen: ${error instanceof Error ? error.message : error}`,
       );
     }
-  }
+  });
   const store = args.string("store");
   if (store !== undefined) checkStoreUrl(store);
   const root = args.string("root");
@@ -184,7 +184,7 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
     ...(args.string("about") !== undefined
       ? { about: args.string("about") }
       : {}),
-    listen: args.list("listen"),
+    listen,
     ...(maxBlobBytes !== undefined ? { maxBlobBytes } : {}),
     ...(args.string("log") ? { log: args.string("log") } : {}),
     ...(args.has("inspect") ? { inspect: args.string("inspect") ?? "" } : {}),

@@ -29,8 +29,17 @@ export async function awp(
   stdin?: string,
   env: Record<string, string> = {},
 ): Promise<Run> {
+  return await awpArgs([...args, "--home", home], stdin, env);
+}
+
+/** Runs `awp ARGS` exactly as given (no `--home` added) to its end. */
+export async function awpArgs(
+  args: string[],
+  stdin?: string,
+  env: Record<string, string> = {},
+): Promise<Run> {
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--unstable-kv", MOD, ...args, "--home", home],
+    args: ["run", "-A", "--unstable-kv", MOD, ...args],
     stdin: stdin === undefined ? "null" : "piped",
     stdout: "piped",
     stderr: "piped",
