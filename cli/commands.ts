@@ -26,6 +26,8 @@ import {
   daemonFlagValues,
 } from "./daemon_flags.ts";
 import { addressArg } from "./address_arg.ts";
+import { PROFILE_COMMANDS } from "./profile_commands.ts";
+import { renderPart, type ShownPart } from "./render_part.ts";
 import {
   ensureHomeDir,
   HomeNotDirectoryError,
@@ -273,13 +275,8 @@ function itemLine(out: Output, item: InboxItem): string {
       const extra = blobs.map((b) =>
         `\n  file ${b.name ?? b.ref}: ${b.path ?? b.status}`
       ).join("");
-      const parts = (item.parts ?? []) as Array<
-        { k: string; lang?: string; mime?: string }
-      >;
-      const more = parts.filter((p) => p.k === "code" || p.k === "data")
-        .map((p) =>
-          `\n  ${p.k}${p.lang ? ` (${p.lang})` : p.mime ? ` (${p.mime})` : ""}`
-        ).join("");
+      const more = ((item.parts ?? []) as ShownPart[]).map(renderPart)
+        .join("");
       return `${from}${th}: ${subject}${item.text ?? ""}${more}${extra}`;
     }
     case "state":
@@ -849,7 +846,9 @@ export const COMMANDS: Record<string, Command> = {
           `${t.th}  ${who(t.peer, t.peerName)}  mine ${side(t.mine)}  theirs ${
             side(t.theirs)
           }` +
-            `${t.unread ? `  ${t.unread} unread` : ""}  ${subject}`,
+            `${t.unread ? `  ${t.unread} unread` : ""}${
+              t.refused ? `  refused ${t.refused}` : ""
+            }  ${subject}`,
         );
       }
       return 0;
@@ -1129,6 +1128,7 @@ export const COMMANDS: Record<string, Command> = {
       return 0;
     },
   },
+  ...PROFILE_COMMANDS,
   mirrored: {
     summary:
       "list threads other agents mirror here, or one thread's lines (kept apart from ours)",
@@ -1207,6 +1207,8 @@ interface ThreadRow {
   mine?: { state: string; ts: string };
   theirs?: { state: string; ts: string };
   unread: number;
+  /** The peer refused a request in this thread (`err`, e.g. forbidden). */
+  refused?: string;
 }
 
 function peerLine(out: Output, p: PeerSummary): string {

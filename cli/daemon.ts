@@ -40,6 +40,7 @@ import type {
   WaitResult,
 } from "./protocol.ts";
 import { PeerNameError, resolvePeer } from "./resolve_peer.ts";
+import { type RemoteReply, remoteRequest } from "./remote_request.ts";
 
 /** How the daemon starts. */
 export interface DaemonOptions {
@@ -650,6 +651,8 @@ class Daemon {
         return await this.#connect(a);
       case "send":
         return await this.#send(a, emit, signal);
+      case "request":
+        return await this.#request(a, signal);
       case "state":
         return await this.#state(a);
       case "threads":
@@ -984,6 +987,19 @@ class Daemon {
   async #threads(peerQuery: string | undefined, open: boolean) {
     const peer = peerQuery ? await this.#key(peerQuery) : undefined;
     const all = await this.#peer.threads();
+    const refused = new Map<string, string>();
+    for (const p of new Set(all.map((t) => t.peer))) {
+      if (peer && p !== peer) continue;
+      for (const e of await this.#refusals(p)) {
+        const m = JSON.parse(e.line) as { code?: unknown; detail?: unknown };
+        refused.set(
+          `${p} ${e.th}`,
+          `${String(m.code)}${
+            typeof m.detail === "string" ? `: ${m.detail}` : ""
+          }`,
+        );
+      }
+    }
     const rows = [];
     for (const t of all) {
       if (peer && t.peer !== peer) continue;
@@ -997,6 +1013,9 @@ class Daemon {
         peerName: await this.#nameOf(t.peer),
         my_since: t.mine?.ts,
         their_since: t.theirs?.ts,
+        ...(refused.has(`${t.peer} ${t.th}`)
+          ? { refused: refused.get(`${t.peer} ${t.th}`) }
+          : {}),
       });
     }
     return rows.sort((x, y) => y.updated.localeCompare(x.updated));
@@ -1294,6 +1313,17 @@ class Daemon {
         ...(typeof m.re === "string" ? { re: m.re } : {}),
       };
     }
+    if (e.t === "err") {
+      return {
+        event: "notice",
+        kind: "refused",
+        ...base,
+        ...(typeof m.re === "string" ? { re: m.re } : {}),
+        detail: `${String(m.code)}${
+          typeof m.detail === "string" ? `: ${m.detail}` : ""
+        }`,
+      };
+    }
     if (e.t === "state") {
       return {
         event: "state",
@@ -1303,6 +1333,66 @@ class Daemon {
       };
     }
     return undefined;
+  }
+
+  /** A profile request (exec, fs:read, fs:write) and what answers it. */
+  async #request(
+    a: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<RemoteReply> {
+    const cap = str(a.cap);
+    if (cap !== "exec" && cap !== "fs:read" && cap !== "fs:write") {
+      throw usage(`unknown request "${cap}"`);
+    }
+    const data = a.data;
+    if (typeof data !== "object" || data === null || Array.isArray(data)) {
+      throw usage("request data must be an object");
+    }
+    const key = await this.#key(str(a.to) ?? "");
+    return await remoteRequest(
+      {
+        send: (to, text, options) => this.#peer.send(to, text, options),
+        subscribe: (listener) => {
+          this.#raw.add(listener);
+          return () => this.#raw.delete(listener);
+        },
+      },
+      key,
+      cap,
+      data as Record<string, unknown>,
+      {
+        timeoutMs: typeof a.timeoutMs === "number" ? a.timeoutMs : 60_000,
+        signal,
+        ...(str(a.text) ? { text: str(a.text) } : {}),
+      },
+    );
+  }
+
+  /**
+   * The errs a peer sent in answer to our msgs (e.g. `forbidden`), each
+   * with the thread of the msg it answers.
+   */
+  async #refusals(peer: string): Promise<Array<LogEntry & { th: string }>> {
+    const log = await this.#peer.log({ peer });
+    const threadOf = new Map<string, string>();
+    for (const e of log) {
+      if (e.t === "msg" && e.dir === "out" && e.id && e.th) {
+        threadOf.set(e.id, e.th);
+      }
+    }
+    const out: Array<LogEntry & { th: string }> = [];
+    for (const e of log) {
+      if (e.t !== "err" || e.dir !== "in") continue;
+      let re: unknown;
+      try {
+        re = JSON.parse(e.line).re;
+      } catch {
+        continue;
+      }
+      const th = typeof re === "string" ? threadOf.get(re) : undefined;
+      if (th) out.push({ ...e, th });
+    }
+    return out;
   }
 
   async #filters(
@@ -1501,10 +1591,16 @@ class Daemon {
     } else {
       entries = await this.#peer.log(peer ? { peer } : {});
     }
+    entries = entries.filter((e) => e.t === "msg" || e.t === "state");
+    // A refused request (err forbidden) shows in the thread it was sent in.
+    for (const p of new Set(entries.map((e) => e.peer))) {
+      entries.push(
+        ...(await this.#refusals(p)).filter((e) => !th || e.th === th),
+      );
+    }
     // A line replayed after a reconnect is logged again: show it once.
     const seen = new Set<string>();
     entries = entries
-      .filter((e) => e.t === "msg" || e.t === "state")
       .sort((x, y) => x.seq - y.seq)
       .filter((e) => {
         const id = `${e.dir} ${e.peer} ${e.id}`;

@@ -150,7 +150,8 @@ function globalsAfterCommand(argv: readonly string[]): string[] {
   const homeless = !(command in COMMANDS) && command !== "daemon" &&
     command !== "conform" && command !== "driver";
   const kept = homeless ? globals.filter((g) => g === "--json") : globals;
-  return [command, ...argv.slice(i + 1), ...kept];
+  // Right after the command: before any `--`, after which words are not flags.
+  return [command, ...kept, ...argv.slice(i + 1)];
 }
 
 /**

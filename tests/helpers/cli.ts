@@ -22,14 +22,20 @@ export interface Run {
   stderr: string;
 }
 
-/** Runs `awp ARGS --home HOME` to its end (stdin optional). */
+/**
+ * Runs `awp ARGS --home HOME` to its end (stdin optional); after a `--` in
+ * ARGS nothing is a flag, so there `--home` goes before the command.
+ */
 export async function awp(
   home: string,
   args: string[],
   stdin?: string,
   env: Record<string, string> = {},
 ): Promise<Run> {
-  return await awpArgs([...args, "--home", home], stdin, env);
+  const argv = args.includes("--")
+    ? ["--home", home, ...args]
+    : [...args, "--home", home];
+  return await awpArgs(argv, stdin, env);
 }
 
 /** Runs `awp ARGS` exactly as given (no `--home` added) to its end. */
