@@ -6,7 +6,7 @@
  *
  * @example
  * ```ts
- * import { Peer } from "./mod.ts";
+ * import { Peer } from "jsr:@awp/peer";
  * const a = await Peer.open({ memory: true });
  * const b = await Peer.open({ memory: true });
  * await b.connect(await a.listen("tcp:127.0.0.1:0"));
@@ -64,7 +64,10 @@ export type {
   HubEvent,
   HubEventEvent,
   HubSnapshotEvent,
+  InspectableActor,
+  InspectedEvent,
   InspectionHub,
+  InspectObserver,
   LogEntry as InspectorLogEntry,
   Progress,
   RegisterOptions,

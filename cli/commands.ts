@@ -1038,7 +1038,7 @@ export const COMMANDS: Record<string, Command> = {
     flags: [],
     help:
       "Publishing is opt-in: awp up --presence, AWP_PRESENCE=1 in the daemon's environment,\n" +
-      'or "presence": true in ${home}/config.json. --no-relay (or "relay": false) stops\n' +
+      'or "presence": true in config.json in the home. --no-relay (or "relay": false) stops\n' +
       "forwarding other agents' documents.",
     async run(ctx) {
       if (ctx.args.positionals.length > 0) {
