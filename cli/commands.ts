@@ -334,6 +334,13 @@ class ProgressBars {
   }
 }
 
+/** A command that takes no arguments says so about the first one given. */
+function noPositionals(args: Args): void {
+  if (args.positionals.length > 0) {
+    throw new UsageError(`unexpected argument "${args.positionals[0]}"`);
+  }
+}
+
 function needPositional(args: Args, n: number, what: string): void {
   if (args.positionals.length < n) throw new UsageError(`missing ${what}`);
 }
@@ -359,11 +366,7 @@ export const COMMANDS: Record<string, Command> = {
     help: DAEMON_CONFIG_HELP +
       "\nWhen the daemon is already running, the flags apply from its next start (awp down; awp up ...).",
     async run(ctx) {
-      if (ctx.args.positionals.length > 0) {
-        throw new UsageError(
-          `unexpected argument "${ctx.args.positionals[0]}"`,
-        );
-      }
+      noPositionals(ctx.args);
       const values = daemonFlagValues(ctx.args);
       if (values.store && !Deno.env.get("DENO_KV_ACCESS_TOKEN")) {
         throw new UsageError(
@@ -457,11 +460,7 @@ export const COMMANDS: Record<string, Command> = {
       "creates a new identity with no peers or threads. The daemon must be stopped (awp down).\n" +
       "To undo, stop the daemon and move the .bak files back.",
     async run(ctx) {
-      if (ctx.args.positionals.length > 0) {
-        throw new UsageError(
-          `unexpected argument "${ctx.args.positionals[0]}"`,
-        );
-      }
+      noPositionals(ctx.args);
       if (!ctx.args.has("home")) {
         // Starting over is never the default: the home is named on purpose.
         throw new UsageError(
@@ -1041,11 +1040,7 @@ export const COMMANDS: Record<string, Command> = {
       'or "presence": true in config.json in the home. --no-relay (or "relay": false) stops\n' +
       "forwarding other agents' documents.",
     async run(ctx) {
-      if (ctx.args.positionals.length > 0) {
-        throw new UsageError(
-          `unexpected argument "${ctx.args.positionals[0]}"`,
-        );
-      }
+      noPositionals(ctx.args);
       const r = await ctx.call("presence", {}, { start: true }) as {
         publishing: boolean;
         relaying: boolean;

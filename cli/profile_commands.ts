@@ -55,6 +55,19 @@ async function request(
   return reply;
 }
 
+/** An fs:read request for `path`, within `--timeout` (default 1m). */
+async function readRemote(
+  ctx: CommandContext,
+  path: string,
+): Promise<RemoteReply> {
+  return await request(
+    ctx,
+    "fs:read",
+    { path },
+    parseDuration(ctx.args.string("timeout") ?? FS_TIMEOUT),
+  );
+}
+
 function needPeerAndPath(ctx: CommandContext, what: string): string {
   const p = ctx.args.positionals;
   if (p.length < 2) throw new UsageError(`missing peer and ${what}`);
@@ -155,12 +168,7 @@ export const PROFILE_COMMANDS: Record<string, Command> = {
     flags: [{ name: "timeout", type: "string" }],
     async run(ctx) {
       const path = needPeerAndPath(ctx, "path");
-      const reply = await request(
-        ctx,
-        "fs:read",
-        { path },
-        parseDuration(ctx.args.string("timeout") ?? FS_TIMEOUT),
-      );
+      const reply = await readRemote(ctx, path);
       const r = reply.result ?? {};
       if (r.dir === true) {
         throw new ControlError(`${path} is a directory (awp ls)`);
@@ -246,12 +254,7 @@ export const PROFILE_COMMANDS: Record<string, Command> = {
       if (p.length < 1) throw new UsageError("missing peer");
       if (p.length > 2) throw new UsageError(`unexpected argument "${p[2]}"`);
       const path = p[1] ?? ".";
-      const reply = await request(
-        ctx,
-        "fs:read",
-        { path },
-        parseDuration(ctx.args.string("timeout") ?? FS_TIMEOUT),
-      );
+      const reply = await readRemote(ctx, path);
       const r = reply.result ?? {};
       if (ctx.out.json) ctx.out.value(reply);
       else if (Array.isArray(r.entries)) {
