@@ -13,6 +13,12 @@ import {
   okJson,
   type Status,
 } from "./helpers/cli.ts";
+import {
+  HomeNotDirectoryError,
+  openStore,
+  StoreDamagedError,
+  StorePermissionsError,
+} from "../storage/open_store.ts";
 
 /** Every entry under `dir` with its permission bits, sockets included. */
 async function modes(dir: string): Promise<Map<string, number>> {
@@ -212,5 +218,37 @@ Deno.test("home: a home whose path is a file is named in the error", async () =>
     );
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("openStore: 0600 whatever the umask; too-open, empty and foreign stores are refused by type", async () => {
+  const home = await Deno.makeTempDir({ prefix: "awp-home-lib-" });
+  const before = Deno.umask(0);
+  try {
+    const store = await openStore({ home });
+    await store.identity(() => new Uint8Array(32).fill(7));
+    store.close();
+  } finally {
+    Deno.umask(before);
+  }
+  try {
+    const path = `${home}/awp.kv`;
+    assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
+    await Deno.chmod(path, 0o640);
+    await assert.rejects(openStore({ home }), StorePermissionsError);
+    await Deno.chmod(path, 0o600);
+    await Deno.writeFile(path, new Uint8Array(0));
+    for (const f of [`${path}-wal`, `${path}-shm`]) {
+      await Deno.remove(f).catch(() => {});
+    }
+    await assert.rejects(openStore({ home }), StoreDamagedError);
+    assert.equal((await Deno.stat(path)).size, 0, "left as it was");
+    await Deno.writeTextFile(`${home}/file`, "x");
+    await assert.rejects(
+      openStore({ home: `${home}/file` }),
+      HomeNotDirectoryError,
+    );
+  } finally {
+    await Deno.remove(home, { recursive: true });
   }
 });
