@@ -32,7 +32,7 @@ import {
   ensureHomeDir,
   HomeNotDirectoryError,
   moveStoreAside,
-} from "../storage/open_store.ts";
+} from "../storage/store_file.ts";
 
 /** What a command gets to run with. */
 export interface CommandContext {
