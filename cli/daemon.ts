@@ -23,6 +23,7 @@ import {
 } from "../storage/open_store.ts";
 import { AddressError, parseAddress } from "../wire/address.ts";
 import { grantHash } from "../wire/grant.ts";
+import { REQUEST_MIMES } from "../actors/profile.ts";
 import type { Part } from "../wire/types.ts";
 import { ControlError, type ControlRequest, ControlServer } from "./control.ts";
 import {
@@ -35,6 +36,7 @@ import type {
   InboxItem,
   PeerSummary,
   ProgressItem,
+  RequestResult,
   SendResult,
   StatusResult,
   WaitResult,
@@ -716,6 +718,8 @@ class Daemon {
         return await this.#wait(a, emit, signal);
       case "read":
         return await this.#read(a);
+      case "request":
+        return await this.#request(a, signal);
       default:
         throw usage(`unknown control op "${req.op}"`);
     }
@@ -1623,5 +1627,97 @@ class Daemon {
       }
     }
     return { items };
+  }
+
+  /**
+   * The `request` op: sends an exec, fs:read or fs:write request (PROFILE.md)
+   * and waits for the answer: the reply msg whose `re` is the request's id,
+   * or the `err` (forbidden) that names it, or the timeout.
+   */
+  async #request(
+    a: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<RequestResult> {
+    const key = await this.#key(str(a.to) ?? "");
+    const cap = str(a.cap) ?? "";
+    const mime = Object.keys(REQUEST_MIMES).find((m) =>
+      REQUEST_MIMES[m] === cap && cap !== "admin"
+    );
+    if (!mime) {
+      throw usage(`unknown request "${cap}": use exec, fs:read or fs:write`);
+    }
+    if (
+      typeof a.data !== "object" || a.data === null || Array.isArray(a.data)
+    ) {
+      throw usage("a request needs its data as an object");
+    }
+    const timeoutMs = typeof a.timeoutMs === "number" ? a.timeoutMs : 600_000;
+    // Listen before sending: a fast answer may arrive before send resolves.
+    const seen: PeerEvent[] = [];
+    let wake: (() => void) | undefined;
+    const listener = (_item: InboxItem, ev: PeerEvent) => {
+      if (ev.peer !== key) return;
+      if (ev.type === "message" && ev.re) seen.push(ev);
+      else if (ev.type === "error" && ev.remote && ev.re) seen.push(ev);
+      else return;
+      wake?.();
+    };
+    this.#listeners.add(listener);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      const sent = await this.#peer.send(key, "", {
+        ...(str(a.thread) ? { thread: str(a.thread) } : {}),
+        ...(str(a.subject) ? { subject: str(a.subject) } : {}),
+        parts: [{ k: "data", mime, data: a.data } as Part],
+      });
+      const base = { id: sent.id, th: sent.th, peer: key, cap };
+      const timeout = new Promise<"timeout">((r) =>
+        timer = setTimeout(() => r("timeout"), timeoutMs)
+      );
+      const aborted = new Promise<"abort">((r) => {
+        if (signal.aborted) r("abort");
+        signal.addEventListener("abort", () => r("abort"), { once: true });
+        this.#stopped.then(() => r("abort"));
+      });
+      while (true) {
+        const answer = seen.find((ev) =>
+          (ev.type === "message" || ev.type === "error") && ev.re === sent.id
+        );
+        if (answer?.type === "error") {
+          return {
+            ...base,
+            ok: false,
+            error: `${answer.code}: ${answer.detail}`,
+          };
+        }
+        if (answer?.type === "message") {
+          await this.#markRead(key, answer.th);
+          const reply = (await this.#toItem(answer))!;
+          const result = answer.parts.find((p) =>
+            p.k === "data" && typeof p.mime === "string" &&
+            p.mime.toLowerCase() === mime.replace("+json", "-result+json")
+          ) as { data?: unknown } | undefined;
+          const data = result?.data as Record<string, unknown> | undefined;
+          return {
+            ...base,
+            ok: data !== undefined && typeof data.error !== "string",
+            reply,
+            ...(data !== undefined ? { result: data } : {}),
+            ...(typeof data?.error === "string" ? { error: data.error } : {}),
+          };
+        }
+        const r = await Promise.race([
+          timeout,
+          aborted,
+          new Promise<"event">((res) => wake = () => res("event")),
+        ]);
+        wake = undefined;
+        if (r === "timeout") return { ...base, ok: false, timedOut: true };
+        if (r === "abort") throw new ControlError("interrupted");
+      }
+    } finally {
+      clearTimeout(timer);
+      this.#listeners.delete(listener);
+    }
   }
 }

@@ -58,6 +58,15 @@ function usageText(): string {
     `  ${
       "driver".padEnd(10)
     } run a peer driven over stdin/stdout (awp driver --help)`,
+    `  ${
+      "mcp".padEnd(10)
+    } serve MCP over stdio for a coding agent (awp mcp --help)`,
+    `  ${
+      "hook".padEnd(10)
+    } print what a coding agent's hook injects (awp hook --help)`,
+    `  ${
+      "bootstrap".padEnd(10)
+    } add awp to Claude Code, Codex, Cursor, Gemini (awp bootstrap --help)`,
     "",
     "Every command takes --home DIR (default $AWP_HOME, else ~/.awp), --json and --help.",
     "A peer is its name, an alias, a key prefix (4+ characters) or an address.",
@@ -119,6 +128,16 @@ async function daemonCommand(argv: string[], out: Output): Promise<number> {
   });
 }
 
+/** Commands that parse their own flags (they get `--home` passed on too). */
+const OWN_PARSERS = new Set([
+  "daemon",
+  "conform",
+  "driver",
+  "mcp",
+  "hook",
+  "bootstrap",
+]);
+
 /** Flags every command takes, so they may come before the command too. */
 const GLOBAL_FLAGS = new Set(["--home", "--json"]);
 
@@ -147,8 +166,7 @@ function globalsAfterCommand(argv: readonly string[]): string[] {
     (command.startsWith("-") && command !== "-h" && command !== "--help")
   ) return [...argv];
   // Commands without a home (version, schema, help) take only --json.
-  const homeless = !(command in COMMANDS) && command !== "daemon" &&
-    command !== "conform" && command !== "driver";
+  const homeless = !(command in COMMANDS) && !OWN_PARSERS.has(command);
   const kept = homeless ? globals.filter((g) => g === "--json") : globals;
   // Right after the command: before any `--`, after which words are not flags.
   return [command, ...kept, ...argv.slice(i + 1)];
@@ -221,6 +239,13 @@ export async function main(argv: string[]): Promise<number> {
         return await conformMain(rest);
       case "driver":
         return await driverMain(rest);
+      // Loaded on demand: the MCP SDK and zod stay out of other commands.
+      case "mcp":
+        return await (await import("./mcp_server.ts")).mcpMain(rest);
+      case "hook":
+        return await (await import("./hook.ts")).hookMain(rest);
+      case "bootstrap":
+        return await (await import("./bootstrap.ts")).bootstrapMain(rest);
     }
     const command = COMMANDS[first];
     if (!command) {

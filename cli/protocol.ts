@@ -95,3 +95,36 @@ export interface WaitResult {
  * and `wait` (incoming) when they draw a progress bar.
  */
 export type ProgressItem = Omit<ProgressEvent, "type"> & { event: "progress" };
+
+/** What `request` answers: the result of an exec, fs:read or fs:write request. */
+export interface RequestResult {
+  /** The request msg's id. */
+  id: string;
+  th: string;
+  peer: string;
+  /** exec, fs:read or fs:write. */
+  cap: string;
+  /** True when a result came back without an error. */
+  ok: boolean;
+  /** The result part's data (exit, stdout, ... for exec). */
+  result?: Record<string, unknown>;
+  /** The reply msg as an inbox item (its blobs carry full output). */
+  reply?: InboxItem;
+  /** Why it failed: the result's error, or the remote's err (forbidden). */
+  error?: string;
+  /** No answer within the timeout (it may still come, in the thread). */
+  timedOut?: boolean;
+}
+
+/** One thread as the `threads` op lists it. */
+export interface ThreadRow {
+  peer: string;
+  peerName?: string;
+  th: string;
+  subject?: string;
+  mine?: { state: string; ts: string };
+  theirs?: { state: string; ts: string };
+  unread: number;
+  /** RFC 3339 local time of the last change. */
+  updated: string;
+}
