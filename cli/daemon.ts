@@ -42,7 +42,6 @@ import type {
   WaitResult,
 } from "./protocol.ts";
 import { PeerNameError, resolvePeer } from "./resolve_peer.ts";
-import { type RemoteReply, remoteRequest } from "./remote_request.ts";
 
 /** How the daemon starts. */
 export interface DaemonOptions {
@@ -653,8 +652,6 @@ class Daemon {
         return await this.#connect(a);
       case "send":
         return await this.#send(a, emit, signal);
-      case "request":
-        return await this.#request(a, signal);
       case "state":
         return await this.#state(a);
       case "threads":
@@ -1337,39 +1334,6 @@ class Daemon {
       };
     }
     return undefined;
-  }
-
-  /** A profile request (exec, fs:read, fs:write) and what answers it. */
-  async #request(
-    a: Record<string, unknown>,
-    signal: AbortSignal,
-  ): Promise<RemoteReply> {
-    const cap = str(a.cap);
-    if (cap !== "exec" && cap !== "fs:read" && cap !== "fs:write") {
-      throw usage(`unknown request "${cap}"`);
-    }
-    const data = a.data;
-    if (typeof data !== "object" || data === null || Array.isArray(data)) {
-      throw usage("request data must be an object");
-    }
-    const key = await this.#key(str(a.to) ?? "");
-    return await remoteRequest(
-      {
-        send: (to, text, options) => this.#peer.send(to, text, options),
-        subscribe: (listener) => {
-          this.#raw.add(listener);
-          return () => this.#raw.delete(listener);
-        },
-      },
-      key,
-      cap,
-      data as Record<string, unknown>,
-      {
-        timeoutMs: typeof a.timeoutMs === "number" ? a.timeoutMs : 60_000,
-        signal,
-        ...(str(a.text) ? { text: str(a.text) } : {}),
-      },
-    );
   }
 
   /**

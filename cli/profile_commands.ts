@@ -10,7 +10,8 @@
 import { parseDuration, UsageError } from "./args.ts";
 import type { Command, CommandContext } from "./commands.ts";
 import { ControlError } from "./control.ts";
-import type { RemoteReply } from "./remote_request.ts";
+import type { RequestResult } from "./protocol.ts";
+import type { ReceivedBlob } from "../actors/peer_events.ts";
 import { decodeBase64, encodeBase64 } from "../wire/base64.ts";
 
 /** How long `cat`, `put` and `ls` wait for the answer by default. */
@@ -25,20 +26,17 @@ async function request(
   cap: "exec" | "fs:read" | "fs:write",
   data: Record<string, unknown>,
   timeoutMs: number,
-): Promise<RemoteReply> {
+): Promise<RequestResult> {
   const [to] = ctx.args.positionals;
   const reply = await ctx.call("request", {
     to,
     cap,
     data,
     timeoutMs,
-  }, { start: true }) as RemoteReply;
-  if (reply.refused) {
-    throw new ControlError(
-      `${to} refused the ${cap} request: ${reply.refused.code}${
-        reply.refused.detail ? ` (${reply.refused.detail})` : ""
-      }`,
-    );
+  }, { start: true }) as RequestResult;
+  if (!reply.ok && !reply.timedOut && reply.result === undefined) {
+    // The peer's `err` (e.g. forbidden): nothing ran there.
+    throw new ControlError(`${to} refused the ${cap} request: ${reply.error}`);
   }
   if (reply.timedOut) {
     throw new ControlError(
@@ -48,8 +46,9 @@ async function request(
       2,
     );
   }
+  // An exec that timed out or could not start still reports its output.
   const error = reply.result?.error;
-  if (typeof error === "string") {
+  if (typeof error === "string" && cap !== "exec") {
     throw new ControlError(`${to}: ${cap} failed: ${error}`);
   }
   return reply;
@@ -59,7 +58,7 @@ async function request(
 async function readRemote(
   ctx: CommandContext,
   path: string,
-): Promise<RemoteReply> {
+): Promise<RequestResult> {
   return await request(
     ctx,
     "fs:read",
@@ -83,9 +82,15 @@ async function writeAll(
   while (done < bytes.length) done += await sink.write(bytes.subarray(done));
 }
 
+/** The files the result came with, received. */
+function blobsOf(reply: RequestResult): ReceivedBlob[] {
+  return (reply.reply?.blobs ?? []) as ReceivedBlob[];
+}
+
 /** The file a result attached (`blob` names it), once received. */
-function attached(reply: RemoteReply, name: unknown): string | undefined {
-  const blob = reply.blobs?.find((b) => b.name === name) ?? reply.blobs?.[0];
+function attached(reply: RequestResult, name: unknown): string | undefined {
+  const blobs = blobsOf(reply);
+  const blob = blobs.find((b) => b.name === name) ?? blobs[0];
   if (!blob) return undefined;
   if (blob.status !== "complete" || !blob.path) {
     throw new ControlError(
@@ -144,7 +149,7 @@ export const PROFILE_COMMANDS: Record<string, Command> = {
         const encoder = new TextEncoder();
         const full = (which: "stdout" | "stderr") =>
           r[`${which}_truncated`] === true
-            ? reply.blobs?.find((b) => b.name?.startsWith(which))
+            ? blobsOf(reply).find((b) => b.name?.startsWith(which))
             : undefined;
         for (const which of ["stdout", "stderr"] as const) {
           const sink = which === "stdout" ? Deno.stdout : Deno.stderr;
