@@ -16,6 +16,7 @@ import type {
   ProgressItem,
   SendResult,
   StatusResult,
+  ThreadRow,
   WaitResult,
 } from "./protocol.ts";
 import { selfCommand } from "./self_command.ts";
@@ -1193,18 +1194,6 @@ export const COMMANDS: Record<string, Command> = {
     },
   },
 };
-
-interface ThreadRow {
-  peer: string;
-  peerName?: string;
-  th: string;
-  subject?: string;
-  mine?: { state: string; ts: string };
-  theirs?: { state: string; ts: string };
-  unread: number;
-  /** The peer refused a request in this thread (`err`, e.g. forbidden). */
-  refused?: string;
-}
 
 function peerLine(out: Output, p: PeerSummary): string {
   const state = p.connected ? out.green("connected") : "away";
