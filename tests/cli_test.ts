@@ -15,6 +15,7 @@ import {
   twoPeers,
   withoutDownloads,
 } from "./helpers/cli.ts";
+import { until } from "./helpers/until.ts";
 
 Deno.test("cli: connect, send code/data/file, wait, read, state done, threads, grants, bye", async () => {
   await twoPeers(async (a, b) => {
@@ -474,21 +475,6 @@ Deno.test("cli: inspect serves the live inspector of the daemon, starting it whe
     await Deno.remove(home, { recursive: true });
   }
 });
-
-/** Polls `probe` every 200 ms until it returns a value, for up to `ms`. */
-async function until<T>(
-  what: string,
-  probe: () => Promise<T | undefined>,
-  ms = 20_000,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  while (true) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 Deno.test("cli: daemon flags, --store, config.json and the new commands check their input without a daemon", async () => {
   const home = await Deno.makeTempDir({ prefix: "awp-cli-flags-" });
