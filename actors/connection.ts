@@ -28,6 +28,7 @@
 
 import { type Actor, createActor } from "npm:xstate@^5.33.3";
 import {
+  type ConnectionHost,
   connectionMachine,
   type ConnectionTimeouts,
   type SendErrParams,
@@ -256,29 +257,59 @@ export class Connection {
     this.closed = this.#closedD.promise;
     // Handled here so an unobserved failed handshake is not an unhandled rejection.
     this.established.catch(() => {});
-    const machine = connectionMachine.provide({
-      actions: {
-        sendHello: () => this.#sendHello(),
-        sendAuth: () => this.#chain(() => this.#sendAuth()),
-        sendResume: () => this.#chain(() => this.#sendResume()),
-        replay: () => this.#chain(() => this.#replay()),
-        opened: () => {
-          this.#opened = true;
-          this.#establishedD.resolve(this.#peer!);
-        },
-        sendPing: () => this.#sendPing(),
-        sendBye: ({ event }) =>
-          this.#sendBye(event.type === "BYE" ? event.reason : undefined),
-        replyBye: () => this.#sendBye(),
-        sendErr: (_, params: SendErrParams) => this.#sendErr(params),
-        closeTransport: ({ context }) => void this.#shutdown(context.reason),
-      },
-    });
-    this.actor = createActor(machine, {
-      input: { timeouts: options.timeouts },
+    // One machine shared by every connection; its actions call this host.
+    const host: ConnectionHost = new Connection.#Host(this);
+    this.actor = createActor(connectionMachine, {
+      input: { timeouts: options.timeouts, host },
       inspect: options.inspect,
     });
   }
+
+  /**
+   * What the chart's actions do, on one connection: methods, not a closure
+   * per action per connection (10,000 idle connections hold one each).
+   */
+  static #Host = class implements ConnectionHost {
+    #c: Connection;
+    constructor(connection: Connection) {
+      this.#c = connection;
+    }
+    sendHello() {
+      this.#c.#sendHello();
+    }
+    sendAuth() {
+      this.#c.#chain(() => this.#c.#sendAuth());
+    }
+    sendResume() {
+      this.#c.#chain(() => this.#c.#sendResume());
+    }
+    replay() {
+      this.#c.#chain(() => this.#c.#replay());
+    }
+    opened() {
+      const c = this.#c;
+      c.#opened = true;
+      // Both auths are done: the hellos' bytes are not needed any more.
+      c.#myHello = undefined;
+      c.#peerHello = undefined;
+      c.#establishedD.resolve(c.#peer!);
+    }
+    sendPing() {
+      this.#c.#sendPing();
+    }
+    sendBye(reason?: string) {
+      this.#c.#sendBye(reason);
+    }
+    replyBye() {
+      this.#c.#sendBye();
+    }
+    sendErr(params: SendErrParams) {
+      this.#c.#sendErr(params);
+    }
+    closeTransport(reason: string) {
+      void this.#c.#shutdown(reason);
+    }
+  };
 
   /** Sends hello and starts reading. */
   start(): void {
@@ -535,7 +566,8 @@ export class Connection {
     if (this.#done) return;
     const events = this.#reader.push(chunk);
     if (events.length === 0) return;
-    this.#event({ type: "RECEIVED" });
+    // Only liveness (open) listens: a handshake line is not worth a macrostep.
+    if (this.#opened) this.#event({ type: "RECEIVED" });
     const batch: Array<IncomingLine & { received: ReceivedLine }> = [];
     const pending: Promise<unknown>[] = [];
     try {

@@ -87,10 +87,31 @@ export type ConnectionEvent =
   /** We close abruptly. */
   | { type: "CLOSE"; reason: string };
 
+/**
+ * What the chart's actions do, per connection: the machine is built once
+ * and shared by every connection (a machine per connection, as
+ * `.provide()` makes, costs each one its own state-node tree).
+ */
+export interface ConnectionHost {
+  sendHello(): void;
+  sendAuth(): void;
+  sendResume(): void;
+  replay(): void;
+  opened(): void;
+  sendPing(): void;
+  /** Our bye, with the reason of a `BYE` event. */
+  sendBye(reason?: string): void;
+  replyBye(): void;
+  sendErr(params: SendErrParams): void;
+  closeTransport(reason: string): void;
+}
+
 /** The statechart's context. */
 export interface ConnectionContext {
   /** The effective timeouts (defaults merged with the input). */
   timeouts: ConnectionTimeouts;
+  /** Where the actions go; none: they do nothing (tests of the chart). */
+  host?: ConnectionHost;
   /** Pings sent since anything was last received. */
   missed: number;
   /** Why the connection closed (set on the way to `closed`). */
@@ -101,6 +122,8 @@ export interface ConnectionContext {
 export interface ConnectionInput {
   /** Overrides of {@link DEFAULT_TIMEOUTS}, in milliseconds. */
   timeouts?: Partial<ConnectionTimeouts>;
+  /** The connection the actions act on. */
+  host?: ConnectionHost;
 }
 
 /** Parameters of the `sendErr` action. */
@@ -178,11 +201,9 @@ export type ConnectionMachine = StateMachine<
   StateSchema
 >;
 
-const noop = () => {};
-
 /**
- * The connection statechart. Actions are no-ops here; actors/connection.ts
- * provides the real ones. Named delays: `handshakeTimeout`, `resumeTimeout`,
+ * The connection statechart. Actions call the `host` of the input
+ * (actors/connection.ts), or do nothing without one. Named delays: `handshakeTimeout`, `resumeTimeout`,
  * `byeTimeout`, `pingInterval`, read from `input.timeouts`.
  *
  * @example
@@ -203,25 +224,28 @@ export const connectionMachine: ConnectionMachine = setup({
   },
   actions: {
     /** Write our hello (done before anything else). */
-    sendHello: noop,
+    sendHello: ({ context }) => context.host?.sendHello(),
     /** Sign the transcript and write our auth. */
-    sendAuth: noop,
+    sendAuth: ({ context }) => context.host?.sendAuth(),
     /** Write our resume with what we have seen. */
-    sendResume: noop,
+    sendResume: ({ context }) => context.host?.sendResume(),
     /** Replay the outbox after their resume. */
-    replay: noop,
+    replay: ({ context }) => context.host?.replay(),
     /** The connection is established. */
-    opened: noop,
+    opened: ({ context }) => context.host?.opened(),
     /** Write a ping. */
-    sendPing: noop,
+    sendPing: ({ context }) => context.host?.sendPing(),
     /** Write our bye; nothing is written after it. */
-    sendBye: noop,
+    sendBye: ({ context, event }) =>
+      context.host?.sendBye(event.type === "BYE" ? event.reason : undefined),
     /** Answer their bye with ours. */
-    replyBye: noop,
+    replyBye: ({ context }) => context.host?.replyBye(),
     /** Write an err line. */
-    sendErr: (_: unknown, _params: SendErrParams) => {},
+    sendErr: ({ context }, params: SendErrParams) =>
+      context.host?.sendErr(params),
     /** Flush what is queued (bounded) and close the transport. */
-    closeTransport: noop,
+    closeTransport: ({ context }) =>
+      context.host?.closeTransport(context.reason),
     countPing: assign({ missed: ({ context }) => context.missed + 1 }),
     resetMissed: assign({ missed: 0 }),
     setReason: assign({
@@ -252,6 +276,7 @@ export const connectionMachine: ConnectionMachine = setup({
   id: "connection",
   context: ({ input }) => ({
     timeouts: { ...DEFAULT_TIMEOUTS, ...input.timeouts },
+    ...(input.host ? { host: input.host } : {}),
     missed: 0,
     reason: "",
   }),

@@ -21,6 +21,12 @@ import {
 /** xstate's clock interface (setTimeout/clearTimeout), e.g. SimulatedClock. */
 export type DialerClock = NonNullable<ActorOptions<AnyActorLogic>["clock"]>;
 
+/** The clock's `now()` (xstate's SimulatedClock has one), else Date.now. */
+function clockNow(clock: DialerClock | undefined): () => number {
+  const timed = clock as { now?: () => number } | undefined;
+  return timed?.now ? () => timed.now!() : Date.now;
+}
+
 /** Options of {@link Dialer}. */
 export interface DialerOptions {
   /** The remote peer's key. */
@@ -42,6 +48,8 @@ export interface DialerOptions {
   random?: () => number;
   /** A clock for the delays (xstate's SimulatedClock in tests). */
   clock?: DialerClock;
+  /** The current time in ms; default: the clock's `now()`, else Date.now. */
+  now?: () => number;
   /** Called on every state change with the state and failed attempts. */
   onChange?(state: string, attempt: number, lastError?: string): void;
 }
@@ -86,6 +94,7 @@ export class Dialer {
         dialBack: options.dialBack,
         timing: options.timing,
         random: options.random,
+        now: options.now ?? clockNow(options.clock),
       },
       // An explicit `clock: undefined` would replace xstate's default clock.
       ...(options.clock ? { clock: options.clock } : {}),
@@ -146,6 +155,16 @@ export class Dialer {
   /** Failed attempts since the last established connection. */
   get attempt(): number {
     return this.actor.getSnapshot().context.attempt;
+  }
+
+  /** When the current outage began (first failure since connected), in ms. */
+  get downSince(): number | undefined {
+    return this.actor.getSnapshot().context.downSince;
+  }
+
+  /** The last dial error, one line, while failing. */
+  get lastError(): string | undefined {
+    return this.actor.getSnapshot().context.lastError;
   }
 
   /** Known addresses, preferred first. */

@@ -3,9 +3,26 @@
  *
  * SPEC 4.3: the awake side owns reconnection and retries with exponential
  * backoff capped at 60 s for as long as it has unacked messages or open
- * threads for that peer, with no give-up timeout. Backoff starts at 0.5 s,
- * doubles, is capped at 60 s and is jittered (down by up to `jitter`, so the
- * cap holds) to keep a crowd of dialers from retrying in step.
+ * threads for that peer, with no give-up timeout.
+ *
+ * How soon we retry depends on what the last attempt told us:
+ * - A connection that drops is redialed at once: the other side may only
+ *   be restarting.
+ * - A refusal (TCP RST, or no Unix socket file) is cheap and means the host
+ *   answers but nothing listens yet, as while a peer restarts: we probe
+ *   every `probeMs` (250 ms) for `probeWindowMs` (10 s) of outage, then
+ *   every `refusedCapMs` (1.5 s) until `fastWindowMs` (10 min) of outage.
+ *   A listener that comes back is so found within 1.5 s.
+ * - Anything else (timeouts, unreachable hosts, failed handshakes), and any
+ *   outage older than `fastWindowMs`, backs off exponentially from
+ *   `baseMs` (0.5 s), doubling, capped at `capMs` (60 s).
+ * Every delay is jittered down by up to `jitter` (so caps hold) to keep a
+ * crowd of dialers from retrying in step. Dial attempts per peer are so
+ * bounded: at most 50 in the first 10 s of an outage, 50 a minute until
+ * 10 minutes, then 1 or 2 a minute.
+ *
+ * Any sign of life resets the schedule: an established connection (ours or
+ * inbound), or a newly learned address, which is dialed at once.
  *
  * A listener that learned the dialer's `hello.addr` (NOTES item 6) runs a
  * dialer with `dialBack`: after that connection drops it first waits
@@ -23,10 +40,18 @@ import { assign, fromPromise, not, setup } from "npm:xstate@^5.33.3";
 
 /** Backoff and grace settings, in ms. */
 export interface DialerTiming {
-  /** First retry delay (500). */
+  /** First retry delay after a failure that is not a refusal (500). */
   baseMs: number;
   /** Longest delay between attempts (60 000). */
   capMs: number;
+  /** Retry delay after a refusal early in an outage (250). */
+  probeMs: number;
+  /** How long into an outage refusals are retried every `probeMs` (10 000). */
+  probeWindowMs: number;
+  /** Retry delay after a refusal later in an outage (1 500). */
+  refusedCapMs: number;
+  /** After this much outage, refusals back off like other failures (600 000). */
+  fastWindowMs: number;
   /** Fraction by which a delay may be shortened at random (0.2). */
   jitter: number;
   /** How long a listener waits before dialing back (15 000). */
@@ -37,6 +62,10 @@ export interface DialerTiming {
 export const DEFAULT_DIALER_TIMING: Readonly<DialerTiming> = Object.freeze({
   baseMs: 500,
   capMs: 60_000,
+  probeMs: 250,
+  probeWindowMs: 10_000,
+  refusedCapMs: 1_500,
+  fastWindowMs: 600_000,
   jitter: 0.2,
   graceMs: 15_000,
 });
@@ -52,6 +81,8 @@ export interface DialerInput {
   timing?: Partial<DialerTiming>;
   /** Source of randomness for jitter, in [0, 1). */
   random?: () => number;
+  /** The current time in ms (the clock's, in tests). */
+  now?: () => number;
 }
 
 /** Context of {@link dialerMachine}. */
@@ -61,10 +92,15 @@ export interface DialerContext {
   dialBack: boolean;
   timing: DialerTiming;
   random: () => number;
+  now: () => number;
   /** Failed attempts since the last established connection. */
   attempt: number;
   /** The last dial error, one line. */
   lastError?: string;
+  /** The last failure was a refusal: the host answers, nothing listens. */
+  refused: boolean;
+  /** When the first failure of this outage happened. */
+  downSince?: number;
 }
 
 /** Events a dialer accepts. */
@@ -88,8 +124,9 @@ export interface ConnectInput {
 }
 
 /**
- * The delay before retry number `attempt` (0-based): `baseMs * 2^attempt`
- * capped at `capMs`, shortened by up to `jitter` of itself.
+ * The exponential part of the schedule: the delay before retry number
+ * `attempt` (0-based) is `baseMs * 2^attempt` capped at `capMs`, shortened
+ * by up to `jitter` of itself.
  *
  * @example
  * ```ts
@@ -108,6 +145,55 @@ export function backoffDelay(
     timing.baseMs * 2 ** Math.min(attempt, 40),
   );
   return Math.round(raw * (1 - timing.jitter * random()));
+}
+
+/**
+ * True when a dial error says the host answered but nothing listens there
+ * (TCP connection refused, no Unix socket file): cheap to retry soon.
+ *
+ * @example
+ * ```ts
+ * import { isRefusal } from "./dialer_machine.ts";
+ * console.log(isRefusal(new Error("dial tcp:127.0.0.1:9: connection refused"))); // true
+ * console.log(isRefusal(new Error("dial tcp:10.0.0.9:9: timed out"))); // false
+ * ```
+ */
+export function isRefusal(error: unknown): boolean {
+  const text = error instanceof Error ? error.message : String(error);
+  return /: (connection refused|no such socket)$/.test(text.split("\n")[0]);
+}
+
+/**
+ * The delay before the next attempt after a failure, from the context
+ * (see the module notes for the schedule).
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_DIALER_TIMING, retryDelay } from "./dialer_machine.ts";
+ * const context = {
+ *   timing: DEFAULT_DIALER_TIMING, random: () => 0, now: () => 5_000,
+ *   attempt: 3, refused: true, downSince: 0,
+ * };
+ * console.log(retryDelay(context)); // 250
+ * console.log(retryDelay({ ...context, now: () => 60_000 })); // 1500
+ * console.log(retryDelay({ ...context, refused: false })); // 2000
+ * ```
+ */
+export function retryDelay(
+  context: Pick<
+    DialerContext,
+    "timing" | "random" | "now" | "attempt" | "refused" | "downSince"
+  >,
+): number {
+  const { timing, random } = context;
+  const outage = context.now() - (context.downSince ?? context.now());
+  if (context.refused && outage < timing.fastWindowMs) {
+    const delay = outage < timing.probeWindowMs
+      ? timing.probeMs
+      : timing.refusedCapMs;
+    return Math.round(delay * (1 - timing.jitter * random()));
+  }
+  return backoffDelay(Math.max(0, context.attempt - 1), timing, random);
 }
 
 /**
@@ -144,27 +230,30 @@ export const dialerMachine = setup({
     wanted: () => false,
     dialBack: ({ context }) => context.dialBack,
     hasAddress: ({ context }) => context.addresses.length > 0,
+    newAddress: ({ context, event }) =>
+      event.type === "ADDRESS" && !context.addresses.includes(event.address),
   },
   delays: {
-    // attempt counts failures so far; the first retry waits baseMs.
-    backoff: ({ context }) =>
-      backoffDelay(
-        Math.max(0, context.attempt - 1),
-        context.timing,
-        context.random,
-      ),
+    backoff: ({ context }) => retryDelay(context),
     dialBackGrace: ({ context }) => context.timing.graceMs,
   },
   actions: {
     recordFailure: assign({
       attempt: ({ context }) => context.attempt + 1,
+      refused: ({ event }) => isRefusal((event as { error?: unknown }).error),
+      downSince: ({ context }) => context.downSince ?? context.now(),
       lastError: ({ event }) => {
         const error = (event as { error?: unknown }).error;
         const text = error instanceof Error ? error.message : String(error);
         return text.split("\n")[0];
       },
     }),
-    resetAttempts: assign({ attempt: 0, lastError: undefined }),
+    resetAttempts: assign({
+      attempt: 0,
+      lastError: undefined,
+      refused: false,
+      downSince: undefined,
+    }),
     learnAddress: assign({
       addresses: ({ context, event }) => {
         if (event.type !== "ADDRESS") return context.addresses;
@@ -183,7 +272,9 @@ export const dialerMachine = setup({
     dialBack: input.dialBack ?? false,
     timing: { ...DEFAULT_DIALER_TIMING, ...input.timing },
     random: input.random ?? Math.random,
+    now: input.now ?? Date.now,
     attempt: 0,
+    refused: false,
   }),
   initial: "idle",
   on: {
@@ -221,7 +312,18 @@ export const dialerMachine = setup({
     },
     backoff: {
       after: { backoff: "check" },
-      on: { CONNECTED: "connected" },
+      on: {
+        CONNECTED: "connected",
+        // A new address is a sign of life: try it now.
+        ADDRESS: [
+          {
+            guard: "newAddress",
+            target: "check",
+            actions: ["learnAddress", "resetAttempts"],
+          },
+          { actions: "learnAddress" },
+        ],
+      },
     },
     grace: {
       after: { dialBackGrace: "check" },
@@ -230,9 +332,10 @@ export const dialerMachine = setup({
     connected: {
       entry: "resetAttempts",
       on: {
+        // A drop is redialed at once: the other side may be restarting.
         DISCONNECTED: [
           { guard: "dialBack", target: "grace" },
-          { target: "backoff" },
+          { target: "check" },
         ],
       },
     },

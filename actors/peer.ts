@@ -198,6 +198,22 @@ export interface ConnectOptions {
    * grants meant for the remote: its `aud`, or issued by it).
    */
   present?: Grant[];
+  /**
+   * Keep dialing while nothing answers at the address (each failure is an
+   * `error` event with code `dial`), on the dialer's schedule, instead of
+   * rejecting on the first failure. Resolves once connected; rejects only
+   * when `signal` aborts or the peer closes. Not awaiting it is "return
+   * and keep dialing".
+   */
+  retry?: boolean;
+  /**
+   * Stay connected: redial after every drop even with nothing to deliver,
+   * until {@link Peer.bye}. Without it, a peer is redialed only while we
+   * have unacked lines or open threads for it (SPEC 4.3).
+   */
+  keep?: boolean;
+  /** Stops a `retry` dial in progress. */
+  signal?: AbortSignal;
 }
 
 /** What {@link Peer.send}, {@link Peer.setState} and {@link Peer.introduce} queued. */
@@ -212,6 +228,8 @@ export interface Sent {
 export interface PeerInfo extends PeerRecord {
   /** True while a connection to it is open. */
   connected: boolean;
+  /** While we keep failing to dial it: since when (ISO time), and why. */
+  unreachable?: { since: string; error?: string };
 }
 
 /** Options of {@link Peer.grant}. */
@@ -247,6 +265,12 @@ const LOGGED_BY_RECEIVE: ReadonlySet<string> = new Set([
 ]);
 /** Handshake lines: no `line` event (they come before the peer is known, or are the resume). */
 const HANDSHAKE: ReadonlySet<string> = new Set(["hello", "auth", "resume"]);
+/**
+ * Liveness lines: not written to the traffic log (a ping per connection
+ * every 30 s would otherwise be a KV commit each; 10,000 idle connections
+ * made a busy store). Nor is the resume: a commit on every handshake.
+ */
+const LIVENESS: ReadonlySet<string> = new Set(["ping", "pong"]);
 const LOG_BATCH = 256;
 const EARLY_EVENTS = 10_000;
 const ACKED_MEMORY = 10_000;
@@ -681,7 +705,9 @@ export class Peer {
   /**
    * Dials `addr`, runs the handshake and resolves with the remote key. The
    * address is remembered: while there is something to deliver or an open
-   * thread, the peer keeps reconnecting to it.
+   * thread (always, with `keep`), the peer keeps reconnecting to it. With
+   * `retry`, a peer that does not answer yet is dialed until it does,
+   * instead of rejecting.
    *
    * @example
    * ```ts
@@ -696,12 +722,16 @@ export class Peer {
    */
   async connect(addr: string, options: ConnectOptions = {}): Promise<string> {
     this.#open("connect");
-    const remote = await this.#sup.connect(
-      addr,
-      options.present?.length ? { present: options.present } : {},
-    );
+    const how = {
+      ...(options.present?.length ? { present: options.present } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    };
+    const remote = options.retry
+      ? await this.#sup.connectUntilUp(addr, how)
+      : await this.#sup.connect(addr, how);
     // Remember it now (the supervisor's own bookkeeping is asynchronous).
     await this.#remember(remote, addr);
+    if (options.keep) this.#sup.keep(remote.key);
     this.#sup.reach(remote.key, [addr]);
     return remote.key;
   }
@@ -1085,10 +1115,21 @@ export class Peer {
    */
   async peers(): Promise<PeerInfo[]> {
     const up = new Set(this.#sup.peers);
-    return (await this.#store.peers()).map((p) => ({
-      ...p,
-      connected: up.has(p.key),
-    }));
+    return (await this.#store.peers()).map((p) => {
+      const down = this.#sup.unreachable(p.key);
+      return {
+        ...p,
+        connected: up.has(p.key),
+        ...(down
+          ? {
+            unreachable: {
+              since: new Date(down.since).toISOString(),
+              ...(down.error ? { error: down.error } : {}),
+            },
+          }
+          : {}),
+      };
+    });
   }
 
   /**
@@ -1375,6 +1416,33 @@ export class Peer {
     return [...await this.#trust.capsOf(key, presented)].sort();
   }
 
+  /**
+   * The last round trip to `peer` over its open connection, in ms
+   * (undefined while away or before the first pong).
+   *
+   * @example
+   * ```ts ignore
+   * console.log(peer.rtt(bob)); // 3
+   * ```
+   */
+  rtt(peer: string): number | undefined {
+    return this.#sup.connection(peer)?.rtt;
+  }
+
+  /**
+   * Turns `line` events on from now on, as `PeerOptions.lineEvents` does
+   * at open (a live traffic view attached to a running peer).
+   *
+   * @example
+   * ```ts ignore
+   * peer.emitLines();
+   * for await (const e of peer.events()) if (e.type === "line") console.log(e.message.t);
+   * ```
+   */
+  emitLines(): void {
+    this.#o = { ...this.#o, lineEvents: true };
+  }
+
   /** The profile capabilities this peer performs itself (`serve`). */
   get serving(): string[] {
     return this.#requests.serving;
@@ -1548,10 +1616,14 @@ export class Peer {
     });
   }
 
-  /** On open: keep dialing peers we dialed before that are still wanted. */
+  /**
+   * On open: dial the peers that are still wanted and have an address: those
+   * we dialed, and those that gave theirs (hello.addr, NOTES item 6), so a
+   * listener that restarts with lines for a peer dials it back at once.
+   */
   async #redialKnown(): Promise<void> {
     for (const record of await this.#store.peers()) {
-      if (!record.dialed || record.addresses.length === 0) continue;
+      if (record.addresses.length === 0) continue;
       // Held by a bye (ours or theirs) until something new goes to it.
       if (this.#sup.quiet(record.key)) continue;
       if (await this.#sup.refreshWanted(record.key)) {
@@ -1676,6 +1748,7 @@ export class Peer {
       );
     }
     if (dir === "in" && LOGGED_BY_RECEIVE.has(m.t)) return;
+    if (LIVENESS.has(m.t) || HANDSHAKE.has(m.t)) return;
     const line = bare ? JSON.stringify(bare) : raw;
     this.#logBuffer.push({
       peer,

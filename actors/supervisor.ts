@@ -50,7 +50,13 @@ import type { ConnectionTimeouts } from "./connection_machine.ts";
 import { Dialer } from "./dialer.ts";
 import type { DialerTiming } from "./dialer_machine.ts";
 import { dial, listen, type Listener, type Transport } from "./transport.ts";
-import type { OutboxDraft, OutboxEntry, Store } from "../storage/store.ts";
+import type {
+  OutboxDraft,
+  OutboxEntry,
+  PeerRecord,
+  Store,
+} from "../storage/store.ts";
+import { canonicalJson } from "../wire/canonical_json.ts";
 import type { Signer } from "../wire/keys.ts";
 import type { Grant, Message } from "../wire/types.ts";
 
@@ -303,6 +309,20 @@ interface Active {
 
 const DONE_STATES: ReadonlySet<string> = new Set(["done", "failed", "closed"]);
 
+/** How stale a stored `lastSeen` may be before a handshake rewrites it. */
+const LAST_SEEN_PRECISION_MS = 60_000;
+
+/** Equal but for `lastSeen`. */
+function samePeerRecord(a: PeerRecord, b: PeerRecord): boolean {
+  const { lastSeen: _a, ...restA } = a;
+  const { lastSeen: _b, ...restB } = b;
+  try {
+    return canonicalJson(restA) === canonicalJson(restB);
+  } catch {
+    return false; // not plain JSON: write it
+  }
+}
+
 /** The store meta that holds `peer` from redialing (see Supervisor.bye). */
 function quietMeta(peer: string): string {
   return `quiet:${peer}`;
@@ -338,6 +358,10 @@ export class Supervisor {
   #connections = new Set<Connection>();
   #active = new Map<string, Active>();
   #dialers = new Map<string, Dialer>();
+  /** Cancels of {@link connectUntilUp} calls in progress. */
+  #addressDials = new Set<() => void>();
+  /** Peers to keep connected whether or not anything is wanted. */
+  #kept = new Set<string>();
   #listeners = new Set<Listener>();
   #wanted = new Map<string, boolean>();
   /**
@@ -440,6 +464,20 @@ export class Supervisor {
     return [...this.#active.keys()];
   }
 
+  /**
+   * Since when `peer` cannot be reached, and why, while its dialer keeps
+   * failing; undefined when connected or not being dialed.
+   */
+  unreachable(peer: string): { since: number; error?: string } | undefined {
+    const dialer = this.#dialers.get(peer);
+    const since = dialer?.downSince;
+    if (!dialer || since === undefined || this.#active.has(peer)) {
+      return undefined;
+    }
+    const error = dialer.lastError;
+    return { since, ...(error ? { error } : {}) };
+  }
+
   /** The dialer for `peer`, if one exists. */
   dialer(peer: string): Dialer | undefined {
     return this.#dialers.get(peer);
@@ -498,6 +536,86 @@ export class Supervisor {
   }
 
   /**
+   * Dials `address` until a peer answers there: like {@link connect}, but
+   * each failure is reported (`dial_failed`, with `peer: ""` since the key
+   * is not known yet) and retried on the dialer's schedule instead of
+   * rejecting. Rejects only when `signal` aborts or the supervisor stops.
+   */
+  connectUntilUp(
+    address: string,
+    options: { signal?: AbortSignal; present?: Grant[] } = {},
+  ): Promise<RemoteHello> {
+    this.start();
+    if (this.#stopping) {
+      return Promise.reject(new Error("supervisor is stopping"));
+    }
+    const { signal } = options;
+    return new Promise<RemoteHello>((resolve, reject) => {
+      let remote: RemoteHello | undefined;
+      let settled = false;
+      const finish = (error?: Error) => {
+        if (settled) return;
+        settled = true;
+        this.#addressDials.delete(cancel);
+        signal?.removeEventListener("abort", onAbort);
+        queueMicrotask(() => dialer.stop());
+        if (error) reject(error);
+        else resolve(remote!);
+      };
+      const cancel = () =>
+        finish(new Error(`connect ${address}: supervisor is stopping`));
+      const onAbort = () => finish(new Error(`connect ${address}: aborted`));
+      const dialer = new Dialer({
+        peer: address,
+        addresses: [address],
+        timing: this.#o.dialer?.timing,
+        random: this.#o.dialer?.random,
+        shouldConnect: () => !settled && !this.#stopping,
+        connect: async (addr, attemptSignal, attempt) => {
+          try {
+            remote = await this.connect(addr, {
+              signal: attemptSignal,
+              ...(options.present ? { present: options.present } : {}),
+            });
+          } catch (error) {
+            if (!attemptSignal.aborted && !settled) {
+              this.#emit({
+                type: "dial_failed",
+                peer: "",
+                address: addr,
+                attempt,
+                error: errorText(error),
+              });
+            }
+            throw error;
+          }
+        },
+        onChange: (state) => {
+          if (state === "connected") finish();
+        },
+      });
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.#addressDials.add(cancel);
+      dialer.start();
+      dialer.wake();
+    });
+  }
+
+  /**
+   * Keeps a connection to `peer` up: it is redialed after every drop, with
+   * nothing to deliver too, until {@link bye} (or {@link release}).
+   */
+  keep(peer: string): void {
+    this.#kept.add(peer);
+  }
+
+  /** Ends {@link keep}: `peer` is redialed only while something is wanted. */
+  release(peer: string): void {
+    this.#kept.delete(peer);
+  }
+
+  /**
    * Keeps `peer` reachable at `addresses` (preferred first): creates its
    * dialer if needed, learns new addresses, and wakes it.
    */
@@ -544,6 +662,7 @@ export class Supervisor {
    * restart ({@link loadQuiet}).
    */
   async bye(peer: string, reason?: string): Promise<void> {
+    this.#kept.delete(peer);
     const held = this.#hold(peer);
     const conn = this.#active.get(peer)?.conn;
     if (conn) await conn.bye(reason);
@@ -645,6 +764,7 @@ export class Supervisor {
     this.#listeners.clear();
     for (const d of this.#dialers.values()) d.stop();
     this.#dialers.clear();
+    for (const cancel of [...this.#addressDials]) cancel();
     await Promise.all(
       [...this.#connections].map((c) =>
         c.state === "open" ? c.bye(reason) : (c.close(reason), c.closed)
@@ -678,6 +798,7 @@ export class Supervisor {
   }
 
   #isWanted(peer: string): boolean {
+    if (this.#kept.has(peer)) return true;
     if (this.#o.wanted) {
       try {
         return this.#o.wanted(peer);
@@ -714,13 +835,32 @@ export class Supervisor {
           throw error;
         }
       },
-      onChange: (state, attempt) =>
-        this.#emit({ type: "dialer", peer, state, attempt }),
+      onChange: (state, attempt) => {
+        this.#emit({ type: "dialer", peer, state, attempt });
+        if (dialBack && state === "idle") {
+          queueMicrotask(() => this.#dropIdle(dialer));
+        }
+      },
     });
     this.#dialers.set(peer, dialer);
     this.#showDialer(peer, dialer);
     dialer.start();
     return dialer;
+  }
+
+  /**
+   * A dial-back dialer (made for an inbound peer that gave its address)
+   * with nothing to deliver and no connection to watch is dropped, with
+   * what we remember of the peer's wants: an inbound peer that has gone
+   * costs nothing. Queueing for it again makes a dialer (Peer's reach).
+   */
+  #dropIdle(dialer: Dialer): void {
+    const peer = dialer.peer;
+    if (this.#dialers.get(peer) !== dialer || dialer.state !== "idle") return;
+    if (this.#active.has(peer) || this.#kept.has(peer)) return;
+    dialer.stop();
+    this.#dialers.delete(peer);
+    this.#wanted.delete(peer);
   }
 
   /** Runs a connection over `transport`. */
@@ -883,7 +1023,7 @@ export class Supervisor {
         if (i >= 0) addresses.splice(i, 1);
         addresses.unshift(a);
       }
-      await store.putPeer({
+      const record: PeerRecord = {
         ...known,
         key: remote.key,
         name: remote.name ?? known?.name,
@@ -893,7 +1033,15 @@ export class Supervisor {
         dialed: (known?.dialed ?? false) || dialed,
         firstSeen: known?.firstSeen ?? now,
         lastSeen: now,
-      });
+      };
+      // A peer that reconnects often (a restarting agent, a bench) would
+      // cost a commit per handshake: skip it when only lastSeen moved, by
+      // less than LAST_SEEN_PRECISION_MS.
+      if (
+        known && now - (known.lastSeen ?? 0) < LAST_SEEN_PRECISION_MS &&
+        samePeerRecord(known, record)
+      ) return;
+      await store.putPeer(record);
     } catch { /* bookkeeping only */ }
   }
 
@@ -912,7 +1060,7 @@ export class Supervisor {
       // A newer connection may have come up meanwhile.
       if (!this.#active.has(peer)) dialer.disconnected();
     };
-    if (this.#o.wanted) tell();
+    if (this.#o.wanted || this.#kept.has(peer)) tell();
     else this.refreshWanted(peer).then(tell, tell);
   }
 

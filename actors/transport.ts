@@ -96,6 +96,8 @@ export class TransportError extends Error {
 /** Batches are cut at this size so one slow write never copies unboundedly. */
 const BATCH_BYTES = 256 * 1024;
 const READ_BYTES = 64 * 1024;
+/** Read buffer of a connection that is not receiving a burst. */
+const IDLE_READ_BYTES = 1024;
 
 function plaintextAllowed(option: boolean | undefined): boolean {
   if (option) return true;
@@ -184,7 +186,9 @@ class ConnTransport implements Transport {
     onData(chunk: Uint8Array): void | Promise<void>;
     onEnd(error?: Error): void;
   }): Promise<void> {
-    const buffer = new Uint8Array(READ_BYTES);
+    // Small while the peer sends little (an idle connection holds only
+    // this); READ_BYTES from a read that fills it until a read that is small.
+    let buffer = new Uint8Array(IDLE_READ_BYTES);
     let error: Error | undefined;
     try {
       while (!this.#closed) {
@@ -192,6 +196,12 @@ class ConnTransport implements Transport {
         if (n === null) break;
         // A copy: the handler may keep it while we read into the buffer again.
         await handlers.onData(buffer.slice(0, n));
+        const size = n === buffer.length
+          ? READ_BYTES
+          : n < IDLE_READ_BYTES
+          ? IDLE_READ_BYTES
+          : buffer.length;
+        if (size !== buffer.length) buffer = new Uint8Array(size);
       }
     } catch (e) {
       // Reads interrupted by our own close() are a normal end.

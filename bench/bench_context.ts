@@ -107,12 +107,20 @@ export class BenchContext {
     return path;
   }
 
-  /** Command and args that run a peer with `args` (driver flags and mode). */
-  peerCommand(args: string[]): [string, string[]] {
+  /**
+   * Command and args that run a peer with `args` (driver flags and mode);
+   * `denoFlags` go to `deno run` (e.g. `--v8-flags=--expose-gc`).
+   */
+  peerCommand(args: string[], denoFlags: string[] = []): [string, string[]] {
     const script = this.peer === "driver"
-      ? [`${ROOT}mod.ts`, "driver"]
+      ? [`${ROOT}cli.ts`, "driver"]
       : [`${ROOT}bench/peer_child.ts`];
-    return withFdLimit(Deno.execPath(), [...DENO_RUN, ...script, ...args]);
+    return withFdLimit(Deno.execPath(), [
+      ...DENO_RUN,
+      ...denoFlags,
+      ...script,
+      ...args,
+    ]);
   }
 
   /** Spawns a tracked JSON-lines process running a Deno script. */
@@ -138,6 +146,7 @@ export class BenchContext {
     mode: "listen" | "connect",
     addr: string,
     extra: string[] = [],
+    denoFlags: string[] = [],
   ): JsonProcess {
     const [cmd, args] = this.peerCommand([
       "--state",
@@ -145,7 +154,7 @@ export class BenchContext {
       ...extra,
       mode,
       addr,
-    ]);
+    ], denoFlags);
     return this.track(JsonProcess.spawn(label, cmd, args, { cwd: ROOT }));
   }
 
@@ -153,10 +162,17 @@ export class BenchContext {
   async listener(
     label: string,
     addr: string,
-    options: { state?: string; extra?: string[] } = {},
+    options: { state?: string; extra?: string[]; denoFlags?: string[] } = {},
   ): Promise<{ proc: JsonProcess; addr: string; key: string }> {
     const state = options.state ?? await this.dir(label);
-    const proc = this.spawnPeer(label, state, "listen", addr, options.extra);
+    const proc = this.spawnPeer(
+      label,
+      state,
+      "listen",
+      addr,
+      options.extra,
+      options.denoFlags,
+    );
     const ev = await proc.waitFor(isEvent("listening"), { timeoutMs: 30_000 });
     const key = typeof ev.key === "string"
       ? ev.key

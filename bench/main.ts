@@ -7,7 +7,7 @@
  * bench/results.json. `--quick` runs each workload once with small counts
  * (a smoke test) and leaves out the micro-benchmarks unless named in
  * `--only`. Workloads: throughput_tcp, throughput_unix, latency, blob,
- * blob_memory, handshake, resume, idle, cli, inspect, micro.
+ * blob_memory, handshake, resume, reconnect, idle, cli, inspect, micro.
  *
  * @example
  * ```sh
@@ -30,6 +30,7 @@ import { latencyWorkload } from "./workloads/latency.ts";
 import { blobMemoryWorkload, blobWorkload } from "./workloads/blob.ts";
 import { handshakeWorkload } from "./workloads/handshake.ts";
 import { resumeWorkload } from "./workloads/resume_replay.ts";
+import { reconnectWorkload } from "./workloads/reconnect.ts";
 import { idleWorkload } from "./workloads/idle_connections.ts";
 import { cliStartWorkload } from "./workloads/cli_start.ts";
 import { inspectionWorkload } from "./workloads/inspection.ts";
@@ -44,6 +45,7 @@ export const WORKLOADS: readonly Workload[] = [
   blobMemoryWorkload,
   handshakeWorkload,
   resumeWorkload,
+  reconnectWorkload,
   idleWorkload,
   cliStartWorkload,
   inspectionWorkload,

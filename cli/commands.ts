@@ -362,7 +362,7 @@ export const COMMANDS: Record<string, Command> = {
     usage:
       "awp up [--name NAME] [--about TEXT] [--listen ADDR]... [--max-blob BYTES] [--presence] [--no-relay]\n" +
       "       [--trust KEY]... [--accept any|allowlist] [--allow KEY]... [--serve CAPS] [--root DIR]\n" +
-      "       [--store URL] [--inspect[=HOST:PORT]] [--allow-host HOST]...",
+      "       [--store URL] [--inspect[=HOST:PORT]] [--allow-host HOST]... [--web[=HOST:PORT]] [--web-write]",
     flags: DAEMON_FLAGS.filter((f) => f.name !== "log"),
     help: DAEMON_CONFIG_HELP +
       "\nWhen the daemon is already running, the flags apply from its next start (awp down; awp up ...).",
@@ -418,6 +418,51 @@ export const COMMANDS: Record<string, Command> = {
       }
       if (ctx.out.json) ctx.out.value({ url });
       else ctx.out.line(url);
+      return 0;
+    },
+  },
+  web: {
+    summary: "print the URL of the daemon's live dashboard, serving it first",
+    usage:
+      "awp web [--listen HOST:PORT] [--write] [--allow-host HOST]...  (default 127.0.0.1:7788)",
+    flags: [
+      { name: "listen", type: "string" },
+      { name: "write", type: "boolean" },
+      { name: "allow-host", type: "list" },
+    ],
+    help:
+      "Read-only unless --write (then the page can send, set states and grant).\n" +
+      "Serves on loopback unless --listen says otherwise; stops with the daemon.",
+    async run(ctx) {
+      const where = ctx.args.string("listen");
+      if (where !== undefined && !/^(\[[^\]]+\]|[^:\s]+):\d+$/.test(where)) {
+        throw new UsageError(`bad --listen "${where}": use HOST:PORT`);
+      }
+      const write = ctx.args.bool("write");
+      let answer: { url: string; write: boolean; note?: string };
+      try {
+        answer = await ctx.call("web", {
+          ...(where ? { addr: where } : {}),
+          write,
+          allowHosts: ctx.args.list("allow-host"),
+        }) as typeof answer;
+      } catch (error) {
+        if (!(error instanceof NoDaemonError)) throw error;
+        // Not running: start it with the dashboard on.
+        await ensureDaemon(ctx.home, [
+          where ? `--web=${where}` : "--web",
+          ...(write ? ["--web-write"] : []),
+          ...ctx.args.list("allow-host").flatMap((h) => ["--allow-host", h]),
+        ]);
+        const status = await ctx.call("status") as StatusResult;
+        if (!status.web) {
+          throw new ControlError("the daemon started without the dashboard");
+        }
+        answer = { url: status.web, write };
+      }
+      if (answer.note && !ctx.out.json) ctx.out.note(answer.note);
+      if (ctx.out.json) ctx.out.value({ url: answer.url, write: answer.write });
+      else ctx.out.line(answer.url);
       return 0;
     },
   },
@@ -556,8 +601,15 @@ export const COMMANDS: Record<string, Command> = {
   },
   connect: {
     summary: "connect to a peer by address or known name",
-    usage: "awp connect [--timeout 1m] ADDRESS",
-    flags: [{ name: "timeout", type: "string" }],
+    usage: "awp connect [--wait] [--timeout 1m] ADDRESS",
+    help:
+      "A peer that does not answer is dialed again and again by the daemon until it\n" +
+      "does; the command says so and exits 0, or with --wait waits for it (exit 2\n" +
+      "after --timeout, the daemon still dialing).",
+    flags: [
+      { name: "timeout", type: "string" },
+      { name: "wait", type: "boolean" },
+    ],
     async run(ctx) {
       needPositional(ctx.args, 1, "address");
       // A malformed address is a usage error, caught before the daemon is involved.
@@ -566,17 +618,27 @@ export const COMMANDS: Record<string, Command> = {
       const r = await ctx.call("connect", {
         target,
         timeoutMs,
+        wait: ctx.args.bool("wait"),
       }, { start: true }) as {
-        key: string;
+        key?: string;
         name?: string;
-        already: boolean;
+        already?: boolean;
+        dialing?: boolean;
+        address?: string;
+        error?: string;
       };
       if (ctx.out.json) ctx.out.value(r);
-      else {ctx.out.line(
+      else if (r.dialing) {
+        ctx.out.line(
+          `${r.address} does not answer (${r.error}); the daemon keeps dialing it (awp connect --wait waits)`,
+        );
+      } else {
+        ctx.out.line(
           `${r.already ? "already connected to" : "connected to"} ${
-            who(r.key, r.name)
+            who(r.key!, r.name)
           } ${r.key}`,
-        );}
+        );
+      }
       return 0;
     },
   },
@@ -1196,7 +1258,13 @@ export const COMMANDS: Record<string, Command> = {
 };
 
 function peerLine(out: Output, p: PeerSummary): string {
-  const state = p.connected ? out.green("connected") : "away";
+  const state = p.connected
+    ? out.green("connected")
+    : p.unreachable
+    ? `unreachable since ${p.unreachable.since}${
+      p.unreachable.error ? ` (${p.unreachable.error})` : ""
+    }`
+    : "away";
   return `${
     who(p.key, p.alias ?? p.name)
   }  ${state}  queued ${p.queued}  open ${p.openThreads}  unread ${p.unread}` +
@@ -1218,4 +1286,5 @@ function printIdentity(out: Output, s: StatusResult): void {
   out.line(`${out.bold(s.name ?? "awp")} ${s.key}`);
   for (const a of s.addrs) out.line(`  ${a}`);
   if (s.inspector) out.line(`inspector ${s.inspector}`);
+  if (s.web) out.line(`web ${s.web}`);
 }

@@ -12,6 +12,7 @@ import type { PeerEvent, ProgressEvent } from "../actors/peer_events.ts";
 import { ENDING_STATES } from "../actors/thread_machine.ts";
 import { InspectionHub } from "../inspector/inspection_hub.ts";
 import { type InspectorServer, serveInspector } from "../inspector/server.ts";
+import type { DashboardServer } from "../web/serve_dashboard.ts";
 import type { LogEntry, ThreadRecord } from "../storage/store.ts";
 import {
   ensureHomeDir,
@@ -77,8 +78,15 @@ export interface DaemonOptions {
   relay?: boolean;
   /** A KV Connect URL to keep the state in (`--store`); token in DENO_KV_ACCESS_TOKEN. */
   store?: string;
-  /** Extra Host names the inspector answers (behind a proxy or tunnel). */
+  /** Extra Host names the inspector and the dashboard answer (behind a proxy or tunnel). */
   allowHosts?: string[];
+  /**
+   * Serve the dashboard: "" for 127.0.0.1:7788 (or the next free port), or
+   * `HOST:PORT`. Off when undefined.
+   */
+  web?: string;
+  /** The dashboard may send, set states and grant. */
+  webWrite?: boolean;
   /** Resolves when the daemon is up, with its status (tests, embedding). */
   onReady?(status: StatusResult): void;
 }
@@ -103,6 +111,7 @@ export const GRANT_CAPS: ReadonlySet<string> = new Set([
 const CONFIG_META = "cli:config";
 const STORE_MARKER_META = "cli:store-marker";
 const DEFAULT_TCP_PORT = 7000;
+const DEFAULT_WEB_PORT = 7788;
 
 interface Config {
   name?: string;
@@ -185,6 +194,8 @@ class Daemon {
   #hub?: InspectionHub;
   #inspector?: InspectorServer;
   #inspecting?: Promise<string>;
+  #web?: DashboardServer;
+  #webStarting?: Promise<DashboardServer>;
   #encoder = new TextEncoder();
   #presence = false;
   #relay = true;
@@ -368,6 +379,18 @@ class Daemon {
         (req, emit, signal) => this.#handle(req, emit, signal),
       );
       const pump = this.#pump();
+      // After the pump: the first event stream gets the events since open.
+      if (this.#o.web !== undefined) {
+        try {
+          await this.#serveWeb(this.#o.web, this.#o.webWrite === true, []);
+        } catch (error) {
+          await this.#control.close();
+          await this.#inspector?.close();
+          await this.#peer.close();
+          await pump;
+          return this.#fail(oneLine(error));
+        }
+      }
       const onSignal = () => this.#stop();
       Deno.addSignalListener("SIGINT", onSignal);
       Deno.addSignalListener("SIGTERM", onSignal);
@@ -381,6 +404,7 @@ class Daemon {
         console.log(`${this.#name} ${this.#peer.key}`);
         for (const a of this.#addrs) console.log(`  ${a}`);
         if (this.#inspector) console.log(`inspector ${this.#inspector.url}`);
+        if (this.#web) console.log(`web ${this.#web.url}`);
       }
       this.#o.onReady?.(status);
       await this.#stopped;
@@ -389,6 +413,7 @@ class Daemon {
       this.#log("daemon stopping");
       await this.#control.close();
       await this.#inspector?.close();
+      await this.#web?.close();
       await this.#peer.close();
       await pump;
       this.#log("daemon stopped");
@@ -396,6 +421,7 @@ class Daemon {
     } catch (error) {
       await this.#control?.close();
       await this.#inspector?.close().catch(() => {});
+      await this.#web?.close().catch(() => {});
       await this.#peer.close().catch(() => {});
       return this.#fail(`daemon failed: ${oneLine(error)}`);
     }
@@ -449,6 +475,81 @@ class Daemon {
     const config = await this.#peer.store.getMeta<Config>(CONFIG_META) ?? {};
     if (JSON.stringify(config.listen) === JSON.stringify(listen)) return;
     await this.#peer.store.setMeta(CONFIG_META, { ...config, listen });
+  }
+
+  /**
+   * Serves the dashboard on `where` ("" for 127.0.0.1:7788 or the next
+   * free port, or HOST:PORT). Throws one line.
+   */
+  async #serveWeb(
+    where: string,
+    write: boolean,
+    allowHosts: string[],
+  ): Promise<DashboardServer> {
+    const colon = where.lastIndexOf(":");
+    const hostname = colon > 0
+      ? where.slice(0, colon).replace(/^\[|\]$/g, "")
+      : where || "127.0.0.1";
+    const port = colon > 0 ? Number(where.slice(colon + 1)) : DEFAULT_WEB_PORT;
+    if (!Number.isInteger(port) || port < 0 || port > 65535) {
+      throw usage(`bad --web address "${where}": use HOST:PORT`);
+    }
+    // Loaded only when asked for: the page is a large embedded bundle.
+    const { serveDashboard } = await import("../web/serve_dashboard.ts");
+    const source = {
+      peer: this.#peer,
+      self: () => ({
+        key: this.#peer.key,
+        ...(this.#name ? { name: this.#name } : {}),
+        addrs: this.#addrs,
+      }),
+      counts: () => this.#summaries(),
+    };
+    // The default port moves on when taken (two homes on one machine).
+    const tries = colon > 0 ? 1 : 20;
+    for (let i = 0;; i++) {
+      try {
+        this.#web = await serveDashboard(source, {
+          hostname,
+          port: port === 0 ? 0 : port + i,
+          write,
+          allowHosts: [...(this.#o.allowHosts ?? []), ...allowHosts],
+        });
+        return this.#web;
+      } catch (error) {
+        if (i + 1 < tries && error instanceof Deno.errors.AddrInUse) continue;
+        throw new ControlError(
+          `cannot serve the dashboard on ${where || `127.0.0.1:${port}`}: ${
+            oneLine(error)
+          }`,
+        );
+      }
+    }
+  }
+
+  /** The `web` op: the dashboard's URL, serving it first if need be. */
+  async #webOp(a: Record<string, unknown>): Promise<unknown> {
+    const write = a.write === true;
+    if (!this.#web) {
+      // Two racing requests share one server.
+      this.#webStarting ??= this.#serveWeb(
+        str(a.addr) ?? "",
+        write,
+        Array.isArray(a.allowHosts) ? a.allowHosts.map(String) : [],
+      ).finally(() => this.#webStarting = undefined);
+      await this.#webStarting;
+    }
+    const web = this.#web!;
+    return {
+      url: web.url,
+      write: web.write,
+      ...(write && !web.write
+        ? {
+          note:
+            "note: the dashboard is already served read-only; for --write: awp down; awp web --write",
+        }
+        : {}),
+    };
   }
 
   async #listenAll(explicit: string[] | undefined): Promise<void> {
@@ -632,6 +733,8 @@ class Daemon {
         return await this.#status();
       case "inspect":
         return await this.#inspect(a);
+      case "web":
+        return await this.#webOp(a);
       case "down":
         setTimeout(() => this.#stop(), 20);
         return { stopping: true };
@@ -775,29 +878,59 @@ class Daemon {
       }
     }
     let timer: ReturnType<typeof setTimeout> | undefined;
+    let key: string;
     try {
-      const key = await Promise.race([
-        this.#peer.connect(address),
-        new Promise<never>((_, reject) => {
-          timer = setTimeout(
-            () =>
-              reject(
-                new ControlError(
-                  `could not connect to ${address} within ${timeoutMs / 1000}s`,
-                ),
-              ),
-            timeoutMs,
-          );
-        }),
-      ]);
-      this.#names.delete(key);
-      return { key, name: await this.#nameOf(key), already: false };
+      key = await this.#peer.connect(address);
     } catch (error) {
-      if (error instanceof ControlError) throw error;
-      throw new ControlError(`cannot connect to ${address}: ${oneLine(error)}`);
-    } finally {
-      clearTimeout(timer);
+      // Nothing answers (yet): keep dialing in the background, as a dialer
+      // does; the command reports it, or waits for it with `wait`.
+      const dialing = this.#keepDialing(address);
+      if (a.wait !== true) {
+        return { address, dialing: true, error: oneLine(error) };
+      }
+      try {
+        key = await Promise.race([
+          dialing,
+          new Promise<never>((_, reject) => {
+            timer = setTimeout(
+              () =>
+                reject(
+                  new ControlError(
+                    `could not connect to ${address} within ${
+                      timeoutMs / 1000
+                    }s (still dialing)`,
+                    2,
+                  ),
+                ),
+              timeoutMs,
+            );
+          }),
+        ]);
+      } catch (error) {
+        if (error instanceof ControlError) throw error;
+        throw new ControlError(
+          `cannot connect to ${address}: ${oneLine(error)}`,
+        );
+      } finally {
+        clearTimeout(timer);
+      }
     }
+    this.#names.delete(key);
+    return { key, name: await this.#nameOf(key), already: false };
+  }
+
+  /** Addresses being dialed until they answer, by `awp connect`. */
+  #dialing = new Map<string, Promise<string>>();
+
+  #keepDialing(address: string): Promise<string> {
+    let dialing = this.#dialing.get(address);
+    if (!dialing) {
+      dialing = this.#peer.connect(address, { retry: true });
+      this.#dialing.set(address, dialing);
+      const done = () => this.#dialing.delete(address);
+      dialing.then(done, done);
+    }
+    return dialing;
   }
 
   /** The one peer that has thread `th`. */
@@ -1051,6 +1184,7 @@ class Daemon {
         unread: mine.reduce((n, t) =>
           n + t.unread, 0),
         caps: [...caps],
+        ...(p.unreachable ? { unreachable: p.unreachable } : {}),
       });
     }
     return out;
@@ -1068,6 +1202,7 @@ class Daemon {
       unread: peers.reduce((n, p) => n + p.unread, 0),
       notices: this.#notices.length,
       ...(this.#inspector ? { inspector: this.#inspector.url } : {}),
+      ...(this.#web ? { web: this.#web.url } : {}),
       queued: peers.reduce((n, p) => n + p.queued, 0),
     };
   }

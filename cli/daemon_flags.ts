@@ -35,6 +35,8 @@ export const DAEMON_FLAGS: readonly FlagSpec[] = [
   { name: "presence", type: "boolean" },
   { name: "no-relay", type: "boolean" },
   { name: "store", type: "string" },
+  { name: "web", type: "optional" },
+  { name: "web-write", type: "boolean" },
 ];
 
 /**
@@ -56,6 +58,8 @@ export const DAEMON_CONFIG_HELP = [
   "                   (https://...; the token is DENO_KV_ACCESS_TOKEN); spool and",
   "                   received blobs stay in the home",
   "--trust/--allow    ed25519 keys; --accept any|allowlist; --serve exec,fs:read,fs:write",
+  "--web[=HOST:PORT]  serve the dashboard (default 127.0.0.1:7788); --web-write lets",
+  "                   the page send, set states and grant",
   "",
   "config.json in the home (HOME_DIR/config.json, where HOME_DIR is --home, $AWP_HOME",
   "or ~/.awp; read at daemon start; flags and the environment win over it, and it",
@@ -86,6 +90,10 @@ export interface DaemonFlagValues {
   /** False under `--no-relay`. */
   relay?: false;
   store?: string;
+  /** The dashboard: "" for 127.0.0.1:7788 (or the next free port), `HOST:PORT`; absent: off. */
+  web?: string;
+  /** The dashboard may write. */
+  webWrite?: true;
 }
 
 /**
@@ -198,6 +206,8 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
     presence: args.bool("presence"),
     ...(args.bool("no-relay") ? { relay: false as const } : {}),
     ...(store ? { store } : {}),
+    ...(args.has("web") ? { web: args.string("web") ?? "" } : {}),
+    ...(args.bool("web-write") ? { webWrite: true as const } : {}),
   };
 }
 
@@ -231,5 +241,7 @@ export function daemonFlagArgv(v: DaemonFlagValues): string[] {
   if (v.presence) out.push("--presence");
   if (v.relay === false) out.push("--no-relay");
   if (v.store) out.push("--store", v.store);
+  if (v.web !== undefined) out.push(v.web ? `--web=${v.web}` : "--web");
+  if (v.webWrite) out.push("--web-write");
   return out;
 }

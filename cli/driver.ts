@@ -43,8 +43,8 @@ export const DRIVER_USAGE =
 
 A peer driven over stdin/stdout, one JSON object per line each way.
 commands: send {th,text,subject?,re?,parts?}, state {th,state,note?}, blob {th,path,text?},
-          grant {sub,caps,ttl}, bye {reason?}, quit; any may add "peer":"ed25519:..."
-events:   identity, listening, connected, recv, sent, acked, blob, disconnected, error
+          grant {sub,caps,ttl}, bye {reason?}, quit, memory; any may add "peer":"ed25519:..."
+events:   identity, listening, connected, recv, sent, acked, blob, disconnected, error, memory
 --store URL keeps the state in a remote Deno KV through KV Connect (https://...,
 token in DENO_KV_ACCESS_TOKEN); spool and blobs stay in --state DIR.`;
 
@@ -240,7 +240,17 @@ class Driver {
         const real = await this.#peer.listen(addr);
         this.#emit({ event: "listening", addr: real, key: this.#peer.key });
       } else {
-        await this.#peer.connect(addr);
+        // Never give up on our own: a peer that is down (restarting) is
+        // redialed until it answers, each failure an `error` event.
+        const stop = new AbortController();
+        void finished.then(() => stop.abort());
+        await this.#peer.connect(addr, {
+          retry: true,
+          keep: true,
+          signal: stop.signal,
+        }).catch((error) => {
+          if (!stop.signal.aborted) throw error;
+        });
       }
     } catch (error) {
       this.#error(`${mode} ${addr}: ${oneLine(error)}`);
@@ -296,6 +306,13 @@ class Driver {
     if (cmd.cmd === "quit") {
       // At once, without a bye: everything queued is already durable.
       Deno.exit(0);
+    }
+    if (cmd.cmd === "memory") {
+      // For benchmarks: memory after a full GC when run with
+      // --v8-flags=--expose-gc, else as it is.
+      (globalThis as { gc?: () => void }).gc?.();
+      this.#emit({ event: "memory", ...Deno.memoryUsage() });
+      return;
     }
     if (!["send", "state", "blob", "grant", "bye"].includes(cmd.cmd)) {
       this.#error(`unknown command "${cmd.cmd}"`);

@@ -5,8 +5,6 @@
  * @module
  */
 
-import { createHash } from "node:crypto";
-
 /** Unix socket paths longer than this do not fit `sun_path` everywhere (104 on macOS, 108 on Linux). */
 const MAX_SOCKET_PATH = 100;
 
@@ -39,9 +37,16 @@ function absolute(path: string): string {
   return `${Deno.cwd()}/${path}`.replace(/\/+$/, "").replace(/\/\.\//g, "/");
 }
 
-/** A short stable tag of a home path, for fallback socket names. */
+/**
+ * A short stable tag of a home path, for fallback socket names: FNV-1a, 64
+ * bits. (node:crypto would cost every CLI start ~20 ms of Node set-up.)
+ */
 function homeTag(home: string): string {
-  return createHash("sha256").update(home).digest("hex").slice(0, 16);
+  let hash = 0xcbf29ce484222325n;
+  for (const byte of new TextEncoder().encode(home)) {
+    hash = ((hash ^ BigInt(byte)) * 0x100000001b3n) & 0xffffffffffffffffn;
+  }
+  return hash.toString(16).padStart(16, "0");
 }
 
 function uid(): number | string {

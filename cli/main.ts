@@ -6,19 +6,15 @@
  * @module
  */
 
-import { conformMain } from "../conform/cli.ts";
-import schema from "../schema/awp.schema.json" with { type: "json" };
 import config from "../deno.json" with { type: "json" };
 import { type FlagSpec, parseArgs, UsageError } from "./args.ts";
 import { COMMANDS, makeContext } from "./commands.ts";
 import { ControlError } from "./control.ts";
-import { runDaemon } from "./daemon.ts";
 import {
   DAEMON_CONFIG_HELP,
   DAEMON_FLAGS,
   daemonFlagValues,
 } from "./daemon_flags.ts";
-import { driverMain } from "./driver.ts";
 import { resolveHome } from "./home.ts";
 import { Output } from "./output.ts";
 import { kvAvailable, reexecWithKv } from "./self_command.ts";
@@ -37,7 +33,13 @@ export const VERSION = `awp ${config.version} (protocol v0)`;
 const DAEMON_USAGE =
   "awp [daemon] [--home DIR] [--name NAME] [--about TEXT] [--listen ADDR]... [--max-blob BYTES]\n" +
   "       [--trust KEY]... [--accept any|allowlist] [--allow KEY]... [--serve exec,fs:read,fs:write]\n" +
-  "       [--root DIR] [--presence] [--no-relay] [--store URL] [--inspect[=HOST:PORT]] [--allow-host HOST]...";
+  "       [--root DIR] [--presence] [--no-relay] [--store URL] [--inspect[=HOST:PORT]] [--allow-host HOST]...\n" +
+  "       [--web[=HOST:PORT]] [--web-write]";
+
+async function loadSchema(): Promise<unknown> {
+  return (await import("../schema/awp.schema.json", { with: { type: "json" } }))
+    .default;
+}
 
 function usageText(): string {
   const names = Object.keys(COMMANDS);
@@ -107,6 +109,8 @@ async function daemonCommand(argv: string[], out: Output): Promise<number> {
     );
     return 1;
   }
+  // Loaded here, not at the top: `awp status` must not load the runtime.
+  const { runDaemon } = await import("./daemon.ts");
   return await runDaemon({
     home: resolveHome(args.string("home")),
     name: v.name,
@@ -124,6 +128,8 @@ async function daemonCommand(argv: string[], out: Output): Promise<number> {
     ...(v.store ? { store: v.store } : {}),
     ...(v.accept ? { accept: v.accept } : {}),
     ...(v.root ? { root: v.root } : {}),
+    ...(v.web !== undefined ? { web: v.web } : {}),
+    ...(v.webWrite ? { webWrite: true } : {}),
     announce: !v.log,
   });
 }
@@ -233,12 +239,12 @@ export async function main(argv: string[]): Promise<number> {
           );
           return 0;
         }
-        out.line(JSON.stringify(schema, null, 2));
+        out.line(JSON.stringify(await loadSchema(), null, 2));
         return 0;
       case "conform":
-        return await conformMain(rest);
+        return await (await import("../conform/cli.ts")).conformMain(rest);
       case "driver":
-        return await driverMain(rest);
+        return await (await import("./driver.ts")).driverMain(rest);
       // Loaded on demand: the MCP SDK and zod stay out of other commands.
       case "mcp":
         return await (await import("./mcp_server.ts")).mcpMain(rest);

@@ -22,6 +22,8 @@ export interface PeerSummary {
   unread: number;
   /** Capabilities this peer holds on us (grants we issued it, unexpired). */
   caps: string[];
+  /** While the daemon keeps failing to dial it: since when, and why. */
+  unreachable?: { since: string; error?: string };
 }
 
 /** The daemon's `status`. */
@@ -38,6 +40,8 @@ export interface StatusResult {
   queued: number;
   /** The live inspector's URL, when the daemon serves it. */
   inspector?: string;
+  /** The dashboard's URL, when the daemon serves it. */
+  web?: string;
 }
 
 /** What `send` and `state` answer. */

@@ -75,11 +75,13 @@ function build(): Promise<string> {
   return built;
 }
 
+/** Runs `bin` in `dir` (a fresh temp dir, removed after, when not given). */
 async function run(
   bin: string,
   args: string[],
+  dir?: string,
 ): Promise<{ code: number; stdout: string; stderr: string }> {
-  const cwd = await Deno.makeTempDir({ prefix: "awp_compile_cwd_" });
+  const cwd = dir ?? await Deno.makeTempDir({ prefix: "awp_compile_cwd_" });
   try {
     const out = await new Deno.Command(bin, {
       args,
@@ -95,7 +97,7 @@ async function run(
       stderr: dec.decode(out.stderr),
     };
   } finally {
-    await Deno.remove(cwd, { recursive: true });
+    if (!dir) await Deno.remove(cwd, { recursive: true });
   }
 }
 
@@ -129,7 +131,9 @@ Deno.test({
 class Events {
   #reader: ReadableStreamDefaultReader<string>;
   #buffer = "";
-  constructor(stream: ReadableStream<Uint8Array>) {
+  // BufferSource: what TextDecoderStream takes under the DOM types too
+  // (the dashboard's page, web/app/, brings them into `deno check .`).
+  constructor(stream: ReadableStream<BufferSource>) {
     this.#reader = stream.pipeThrough(new TextDecoderStream()).getReader();
   }
   /** The next event matching `match`, skipping others; fails after 20 s. */
@@ -229,6 +233,34 @@ Deno.test({
       await stop(a, aEvents);
       await stop(b, bEvents);
       await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test({
+  name: "compiled awp serves the dashboard with its embedded page and script",
+  ignore: unavailable !== undefined,
+  async fn() {
+    const bin = await build();
+    const cwd = await Deno.makeTempDir({ prefix: "awp_compile_web_" });
+    const awp = (args: string[]) => run(bin, args, cwd);
+    try {
+      const up = await awp([
+        "up",
+        "--listen",
+        "tcp:127.0.0.1:0",
+        "--web=127.0.0.1:0",
+        "--json",
+      ]);
+      assert.equal(up.code, 0, up.stderr);
+      const { web } = JSON.parse(up.stdout) as { web: string };
+      const page = await (await fetch(web)).text();
+      assert.match(page, /src="\/app.js"/);
+      const { APP_JS } = await import("../web/app_bundle.generated.ts");
+      assert.equal(await (await fetch(new URL("/app.js", web))).text(), APP_JS);
+    } finally {
+      await awp(["down"]);
+      await Deno.remove(cwd, { recursive: true });
     }
   },
 });

@@ -45,14 +45,14 @@ function harness(
   return { clock, attempts, flags, dialer };
 }
 
-Deno.test("backoff: 0.5 s doubling, capped at 60 s, never gives up while wanted", async () => {
+Deno.test("backoff: failures other than refusals wait 0.5 s doubling, capped at 60 s, never give up", async () => {
   const { clock, attempts, dialer } = harness();
   assert.equal(dialer.state, "idle");
   dialer.wake();
   assert.equal(dialer.state, "connecting");
   const expected = [500, 1000, 2000, 4000, 8000, 16000, 32000, 60000, 60000];
   for (const [i, delay] of expected.entries()) {
-    attempts[i].reject(new Error("dial tcp:127.0.0.1:9: connection refused"));
+    attempts[i].reject(new Error("dial tcp:10.0.0.9:9: timed out"));
     await settle();
     assert.equal(dialer.state, "backoff");
     assert.equal(dialer.attempt, i + 1);
@@ -67,14 +67,70 @@ Deno.test("backoff: 0.5 s doubling, capped at 60 s, never gives up while wanted"
   await settle();
   assert.equal(dialer.state, "connected");
   assert.equal(dialer.attempt, 0);
-  // A drop retries after the base delay again.
-  dialer.disconnected();
-  assert.equal(dialer.state, "backoff");
+  // A drop is redialed at once.
   const before = attempts.length;
-  clock.increment(500);
+  dialer.disconnected();
+  assert.equal(dialer.state, "connecting");
   assert.equal(attempts.length, before + 1);
   dialer.stop();
   assert.equal(attempts.at(-1)!.signal.aborted, true, "stop aborts the dial");
+});
+
+Deno.test("refusals: probed every 250 ms, then every 1.5 s, then backed off to 60 s; attempts per minute stay bounded", async () => {
+  const { clock, attempts, dialer } = harness();
+  dialer.wake();
+  const refuse = async () => {
+    attempts.at(-1)!.reject(
+      new Error("dial tcp:127.0.0.1:9: connection refused"),
+    );
+    await settle();
+  };
+  // Minute by minute over an outage of 30 minutes, one ms at a time would
+  // be slow: jump to each timer instead.
+  const startedAt = clock.now();
+  const times: number[] = [];
+  while (clock.now() - startedAt < 30 * 60_000) {
+    times.push(clock.now() - startedAt);
+    await refuse();
+    assert.equal(dialer.state, "backoff");
+    const n = attempts.length;
+    let waited = 0;
+    while (attempts.length === n) {
+      clock.increment(50);
+      waited += 50;
+      assert.ok(waited <= 60_000, "never waits more than the cap");
+    }
+  }
+  const inWindow = (from: number, to: number) =>
+    times.filter((t) => t >= from && t < to).length;
+  assert.equal(inWindow(0, 10_000), 40, "every 250 ms for the first 10 s");
+  assert.ok(inWindow(60_000, 120_000) <= 40, "at most 40 a minute later on");
+  assert.ok(inWindow(60_000, 120_000) >= 39, "still probing every 1.5 s");
+  for (let minute = 11; minute < 30; minute++) {
+    const n = inWindow(minute * 60_000, (minute + 1) * 60_000);
+    assert.ok(n <= 2, `minute ${minute}: ${n} attempts`);
+  }
+  assert.ok(
+    times.at(-1)! - times.at(-2)! === 60_000,
+    "long outages back off to the 60 s cap",
+  );
+  // A listener that comes back is reached on the next probe.
+  attempts.at(-1)!.resolve();
+  await settle();
+  assert.equal(dialer.state, "connected");
+  dialer.stop();
+});
+
+Deno.test("a newly learned address is a sign of life: dialed at once", async () => {
+  const { attempts, dialer } = harness();
+  dialer.wake();
+  attempts[0].reject(new Error("dial tcp:10.0.0.9:9: timed out"));
+  await settle();
+  assert.equal(dialer.state, "backoff");
+  dialer.learn("tcp:127.0.0.1:7001");
+  assert.equal(dialer.state, "connecting");
+  assert.equal(attempts.at(-1)!.address, "tcp:127.0.0.1:7001");
+  dialer.stop();
 });
 
 Deno.test("jitter shortens delays by at most 20% and keeps the cap", () => {
@@ -148,7 +204,6 @@ Deno.test("an inbound connection stops dialing; addresses rotate; learned ones g
     "unix:/tmp/b.sock",
   ]);
   dialer.disconnected();
-  clock.increment(500);
   assert.equal(attempts.at(-1)!.address, "tcp:10.0.0.7:7000");
   dialer.stop();
 });

@@ -11,29 +11,10 @@ import { startDemo } from "../inspector/demo.ts";
 import { Peer } from "../actors/peer.ts";
 import { InspectionHub } from "../inspector/inspection_hub.ts";
 import { serveInspector } from "../inspector/server.ts";
-
-const CHROMIUM = "/usr/bin/chromium";
-
-function browserMissing(): string | undefined {
-  try {
-    Deno.statSync(CHROMIUM);
-    return undefined;
-  } catch {
-    return `no browser at ${CHROMIUM} (apt-get install -y chromium)`;
-  }
-}
+import { browserMissing, CHROMIUM, LAUNCH_ARGS } from "./helpers/chromium.ts";
 
 const missing = browserMissing();
 if (missing) console.warn(`inspector_browser_test skipped: ${missing}`);
-
-const LAUNCH_ARGS = [
-  "--no-sandbox",
-  "--disable-background-networking",
-  "--disable-gpu",
-  "--no-first-run",
-  "--disable-component-update",
-  "--disable-sync",
-];
 
 Deno.test({
   name:
@@ -63,7 +44,7 @@ Deno.test({
     const browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
-      args: LAUNCH_ARGS,
+      args: [...LAUNCH_ARGS],
     });
     let page: import("npm:playwright-core@^1.65.1").Page | undefined;
     try {
@@ -175,14 +156,7 @@ Deno.test({
     const browser = await chromium.launch({
       executablePath: CHROMIUM,
       headless: true,
-      args: [
-        "--no-sandbox",
-        "--disable-background-networking",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
+      args: [...LAUNCH_ARGS],
     });
     let page: import("npm:playwright-core@^1.65.1").Page | undefined;
     try {

@@ -33,7 +33,8 @@
  */
 
 import assert from "node:assert/strict";
-import { createValidator, validateMessage } from "../wire/validate.ts";
+import { validateMessage } from "../wire/validate.ts";
+import { createValidator } from "../wire/create_validator.ts";
 import type { Validator } from "../wire/validate.ts";
 import { ERROR_CODES, MESSAGE_TYPES } from "../wire/types.ts";
 import { Signer } from "../wire/keys.ts";

@@ -4,35 +4,32 @@
  * @module
  */
 
-import { Ajv2020 } from "npm:ajv@^8.20.0/dist/2020.js";
-import addFormats from "npm:ajv-formats@^3.0.1";
 import type { ErrorObject, ValidateFunction } from "npm:ajv@^8.20.0";
-import schema from "../schema/awp.schema.json" with { type: "json" };
+// Our schema, compiled by ajv at build time (wire/validator_source.ts):
+// validating never loads ajv nor compiles a schema at run time.
+import * as compiledSchema from "./validate_compiled.js";
 import { MESSAGE_TYPES } from "./types.ts";
 
 /** The outcome of validating one value: ok, or one-line error strings. */
 export type ValidationResult = { ok: true } | { ok: false; errors: string[] };
 
-/** A compiled validator, as returned by {@linkcode createValidator}. */
+/** A compiled validator, as returned by `createValidator`. */
 export type Validator = (value: unknown) => ValidationResult;
 
 const OK: ValidationResult = Object.freeze({ ok: true });
 
-// ajv-formats is published as CommonJS; under Deno's npm interop the default
-// import may be the module object rather than the plugin function.
-type FormatsPlugin = (ajv: Ajv2020) => Ajv2020;
-const formatsPlugin: FormatsPlugin = ((addFormats as unknown as {
-  default?: FormatsPlugin;
-}).default ?? addFormats) as unknown as FormatsPlugin;
-
-function newAjv(strict: boolean): Ajv2020 {
-  const ajv = new Ajv2020({ strict, allErrors: false, validateFormats: true });
-  formatsPlugin(ajv);
-  return ajv;
-}
-
-/** Renders ajv errors as short one-line strings, skipping if/then noise. */
-function describe(errors: ErrorObject[] | null | undefined): string[] {
+/**
+ * Renders ajv errors as short one-line strings, skipping if/then noise.
+ *
+ * @example
+ * ```ts
+ * import { describeErrors } from "./validate.ts";
+ * console.log(describeErrors([])); // ["line is invalid"]
+ * ```
+ */
+export function describeErrors(
+  errors: ErrorObject[] | null | undefined,
+): string[] {
   const out: string[] = [];
   for (const e of errors ?? []) {
     if (e.keyword === "if") continue;
@@ -51,25 +48,19 @@ function describe(errors: ErrorObject[] | null | undefined): string[] {
   return out.length > 0 ? out : ["line is invalid"];
 }
 
-function wrap(fn: ValidateFunction): Validator {
-  return (value: unknown): ValidationResult =>
-    fn(value) ? OK : { ok: false, errors: describe(fn.errors) };
-}
-
 /**
- * Compiles any JSON Schema (draft 2020-12, with ajv-formats) into a
- * validator. Unknown keywords are tolerated, so that schemas written by
- * others (such as the published AWP schema) compile too.
+ * Wraps an ajv validate function as a {@linkcode Validator}.
  *
  * @example
  * ```ts
- * import { createValidator } from "./validate.ts";
- * const check = createValidator({ type: "object", required: ["t"] });
- * console.log(check({ t: "ping" }).ok, check([]).ok); // true false
+ * import { wrapValidateFunction } from "./validate.ts";
+ * import { envelope } from "./validate_compiled.js";
+ * console.log(wrapValidateFunction(envelope)({}).ok); // false
  * ```
  */
-export function createValidator(schema: object): Validator {
-  return wrap(newAjv(false).compile(schema));
+export function wrapValidateFunction(fn: ValidateFunction): Validator {
+  return (value: unknown): ValidationResult =>
+    fn(value) ? OK : { ok: false, errors: describeErrors(fn.errors) };
 }
 
 interface Compiled {
@@ -83,30 +74,22 @@ interface Compiled {
 
 let compiled: Compiled | undefined;
 
-/** Compiles our schema once, on first use, in ajv's strict mode. */
+/** Wraps the generated validators once, on first use. */
 function compile(): Compiled {
   if (compiled) return compiled;
-  const ajv = newAjv(true);
-  ajv.addSchema(schema);
-  const id = schema.$id;
-  const get = (ref: string): Validator => {
-    const fn = ajv.getSchema(`${id}${ref}`);
-    if (!fn) throw new Error(`validate: schema has no ${ref}`);
-    return wrap(fn);
-  };
   const byType = new Map<string, Validator>();
-  const defs = schema.$defs as Record<
-    string,
-    { properties?: { t?: { const?: string } } }
-  >;
-  for (const [name, def] of Object.entries(defs)) {
-    const t = def.properties?.t?.const;
-    if (typeof t === "string") byType.set(t, get(`#/$defs/${name}`));
+  const table = compiledSchema as unknown as Record<string, ValidateFunction>;
+  for (const t of compiledSchema.TYPES) {
+    byType.set(t, wrapValidateFunction(table[`type_${t}`]));
   }
   for (const t of MESSAGE_TYPES) {
     if (!byType.has(t)) throw new Error(`validate: schema lacks type ${t}`);
   }
-  compiled = { whole: get(""), envelope: get("#/$defs/Envelope"), byType };
+  compiled = {
+    whole: wrapValidateFunction(compiledSchema.whole),
+    envelope: wrapValidateFunction(compiledSchema.envelope),
+    byType,
+  };
   return compiled;
 }
 

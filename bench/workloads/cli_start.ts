@@ -22,7 +22,7 @@ async function awp(home: string, args: string[]): Promise<number> {
       "run",
       "-A",
       "--unstable-kv",
-      `${ROOT}mod.ts`,
+      `${ROOT}cli.ts`,
       ...args,
       "--home",
       home,

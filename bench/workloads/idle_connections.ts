@@ -2,7 +2,9 @@
  * Workload 6: idle connections. A client process opens N connections, each
  * with its own key, to one listening peer (64 handshakes in flight), and
  * holds them. Reports the time to establish them all and the RSS each
- * costs on the listener and on the client (RSS growth / N). Children get
+ * costs on the listener and on the client (RSS growth / N), the listener's
+ * CPU while they idle (10 s), and its heap after they all closed (after a
+ * GC, over its heap before; the driver's `memory` command). Children get
  * their soft fd limit raised to the hard one; a failure (e.g. the limit) is
  * reported with the count reached. The 10,000 set runs only in the first
  * run (it takes minutes on a 2-core machine).
@@ -18,8 +20,33 @@
 
 import type { Sample, Workload } from "../bench_context.ts";
 import { isEvent } from "../bench_context.ts";
+import type { JsonProcess } from "../json_process.ts";
 
 const KIB = 1024;
+
+/** The listener's `heapUsed` after a full GC (the driver's memory command). */
+async function heapUsed(proc: JsonProcess): Promise<number> {
+  const from = proc.mark();
+  await proc.send({ cmd: "memory" });
+  const ev = await proc.waitFor(isEvent("memory"), { from, timeoutMs: 30_000 });
+  return Number(ev.heapUsed);
+}
+
+/** CPU used by process `pid` over `ms`, in % of one core. */
+async function cpuPercent(pid: number, ms: number): Promise<number> {
+  const ticks = async () => {
+    const fields = (await Deno.readTextFile(`/proc/${pid}/stat`))
+      .split(") ")[1].split(" ");
+    // utime and stime: fields 14 and 15 of stat, 12 and 13 after the name.
+    return Number(fields[11]) + Number(fields[12]);
+  };
+  const t0 = performance.now();
+  const c0 = await ticks();
+  await new Promise((r) => setTimeout(r, ms));
+  const c1 = await ticks();
+  // Linux reports 100 ticks a second.
+  return (c1 - c0) / 100 / ((performance.now() - t0) / 1000) * 100;
+}
 
 /** Workload 6. */
 export const idleWorkload: Workload = {
@@ -32,6 +59,9 @@ export const idleWorkload: Workload = {
       [`listener_kib_per_conn_${n}`, "KiB"],
       [`client_kib_per_conn_${n}`, "KiB"],
       [`established_${n}`, "count"],
+      [`listener_idle_cpu_pct_${n}`, "%"],
+      [`listener_idle_kib_per_conn_${n}`, "KiB"],
+      [`listener_heap_after_close_mib_${n}`, "MiB"],
     ]),
   ),
   params: (ctx) => ({
@@ -50,10 +80,12 @@ export const idleWorkload: Workload = {
         const { proc: listener, addr } = await ctx.listener(
           "listener",
           "tcp:127.0.0.1:0",
+          { denoFlags: ["--v8-flags=--expose-gc"] },
         );
         try {
           await new Promise((r) => setTimeout(r, 500));
           const before = (await listener.memory())?.rssBytes ?? NaN;
+          const heapBefore = await heapUsed(listener);
           const client = ctx.spawnScript(
             "conn_client",
             "bench/conn_client.ts",
@@ -76,6 +108,17 @@ export const idleWorkload: Workload = {
             await new Promise((r) => setTimeout(r, 1_000));
             const after = (await listener.memory())?.rssBytes ?? NaN;
             const ok = Number(ev.count);
+            // Idle: only pings (one per connection every 30 s) are left.
+            const settle = ctx.quick ? 0 : n >= 10_000 ? 10_000 : 3_000;
+            await new Promise((r) => setTimeout(r, settle));
+            sample[`listener_idle_cpu_pct_${n}`] = await cpuPercent(
+              listener.pid,
+              ctx.quick ? 2_000 : 10_000,
+            );
+            // Steady state: the handshakes' garbage collected by now.
+            const idle = (await listener.memory())?.rssBytes ?? NaN;
+            sample[`listener_idle_kib_per_conn_${n}`] = (idle - before) / ok /
+              KIB;
             if (ev.firstError) {
               notes.push(
                 `${n}: ${ok} established, ${ev.failed} failed: ${ev.firstError}`,
@@ -100,6 +143,10 @@ export const idleWorkload: Workload = {
               .catch(() => {});
             await ctx.stop(client);
           }
+          // Everything closed: what the listener still holds, after a GC.
+          await new Promise((r) => setTimeout(r, ctx.quick ? 2_000 : 10_000));
+          sample[`listener_heap_after_close_mib_${n}`] =
+            (await heapUsed(listener) - heapBefore) / 2 ** 20;
         } finally {
           await ctx.stop(listener);
         }

@@ -1,0 +1,38 @@
+/**
+ * Debian's Chromium for the browser tests (driven by playwright-core), and
+ * why a test must skip when it is missing.
+ *
+ * @module
+ */
+
+/** Where Debian installs Chromium. */
+export const CHROMIUM = "/usr/bin/chromium";
+
+/** Headless flags for a sandbox-less CI machine with no network. */
+export const LAUNCH_ARGS: readonly string[] = [
+  "--no-sandbox",
+  "--disable-background-networking",
+  "--disable-gpu",
+  "--no-first-run",
+  "--disable-component-update",
+  "--disable-sync",
+];
+
+/**
+ * Why the browser tests cannot run here, or undefined when they can.
+ *
+ * @example
+ * ```ts
+ * import { browserMissing } from "./chromium.ts";
+ * const why = browserMissing();
+ * if (why) console.warn(`skipped: ${why}`);
+ * ```
+ */
+export function browserMissing(): string | undefined {
+  try {
+    Deno.statSync(CHROMIUM);
+    return undefined;
+  } catch {
+    return `no browser at ${CHROMIUM} (apt-get install -y chromium)`;
+  }
+}
