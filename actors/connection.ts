@@ -36,7 +36,11 @@ import {
 } from "./connection_machine.ts";
 import type { Transport } from "./transport.ts";
 import type { OutboxEntry, Store } from "../storage/store.ts";
-import type { IncomingLine } from "../storage/store.ts";
+import type {
+  IncomingLine,
+  ReceiveExtras,
+  ReceiveOutcome,
+} from "../storage/store.ts";
 import { chunkMessage } from "../storage/spool.ts";
 import { encodeLine } from "../wire/frame.ts";
 import { LineReader } from "../wire/line_reader.ts";
@@ -55,7 +59,11 @@ import {
   PROTOCOL_VERSION,
 } from "../wire/types.ts";
 
-/** Bytes of outbox lines queued on the socket before waiting for it to drain. */
+/**
+ * Bytes queued on the socket and not yet written before outbox lines wait:
+ * a sliding window, so the socket's own pace sets the sender's (a replay of
+ * a big blob never reads and queues every chunk at once).
+ */
 const WRITE_AHEAD_BYTES = 2 * 1024 * 1024;
 
 export type { ConnectionTimeouts } from "./connection_machine.ts";
@@ -84,6 +92,12 @@ export interface ReceivedLine {
   message: Message;
   /** The line exactly as received, without its newline. */
   raw: string;
+  /**
+   * For a chunk: its data, decoded (and so checked) once on arrival; the
+   * text is dropped then (`message.data` is empty, `raw` is the line
+   * without it), so a batch in flight holds each chunk once.
+   */
+  bytes?: Uint8Array;
   /**
    * Its traffic-log position, as `store.receive` reported it: set on the
    * fresh committed lines handed to `onDeliver` (when the store reports one).
@@ -134,7 +148,10 @@ export interface ConnectionOptions {
    * written here. Called with every line of the batch, duplicates too; a
    * throw closes the connection with `err internal`, nothing committed.
    */
-  beforeCommit?(conn: Connection, lines: ReceivedLine[]): Promise<void>;
+  beforeCommit?(
+    conn: Connection,
+    lines: ReceivedLine[],
+  ): Promise<ReceiveExtras | void>;
   /**
    * New (non-duplicate) content lines, committed and acked, each with the
    * log `seq` the store gave it.
@@ -151,13 +168,24 @@ export interface ConnectionOptions {
    * itself: grant, presence and err (an addition to the lead's contract).
    */
   onControl?(conn: Connection, line: ReceivedLine): void;
-  /** Every line, in and out, for the log or an inspector. */
-  onLine?(conn: Connection, dir: "in" | "out", raw: string): void;
+  /**
+   * Every line, in and out, for the log or an inspector; `message` is the
+   * line already parsed (absent for a local note or an unparsable line).
+   */
+  onLine?(
+    conn: Connection,
+    dir: "in" | "out",
+    raw: string,
+    message?: Record<string, unknown>,
+  ): void;
   /** Called once, when the connection has closed, with the reason. */
   onClosed?(conn: Connection, reason: string): void;
   /** xstate inspection, passed to createActor. */
   inspect?: (event: unknown) => void;
 }
+
+/** A received content line waiting for its commit; `size` is its length on the wire. */
+type Pending = IncomingLine & { received: ReceivedLine; size: number };
 
 /** Lines committed with store.receive (dedup, seen). */
 const COMMITTED: ReadonlySet<string> = new Set([...CONTENT_TYPES, "private"]);
@@ -176,8 +204,16 @@ const EXTENSIONS: ReadonlySet<string> = new Set([
 ]);
 /** Core types the connection hands to onControl. */
 const CONTROL: ReadonlySet<string> = new Set(["grant", "presence", "err"]);
+/** Outboxed lines a later line never overtakes (a later ack drops them). */
+const BARRIERS: ReadonlySet<string> = new Set(["grant", "introduce"]);
 /** How long a closing connection waits for queued lines to drain. */
 const DRAIN_MS = 1_000;
+/**
+ * Bytes of received content lines whose commit is in flight before reading
+ * waits for them: reading and parsing go on while a commit runs (so the next
+ * group commit can take all that arrived), but a flood cannot pile up.
+ */
+const MAX_UNCOMMITTED_BYTES = 4 * 1024 * 1024;
 
 const decoder = new TextDecoder();
 const lossy = new TextDecoder("utf-8", { fatal: false });
@@ -241,10 +277,31 @@ export class Connection {
   #started = false;
   #byeSent = false;
   #theirSeen: Record<string, string> = {};
-  #sentUpTo = "";
+  /** Per thread (`""`: none), the highest id written: ids increase in it. */
+  #sentUpTo = new Map<string, string>();
+  /** Entries handed to the output chain and not written yet, per thread. */
+  #queuedThreads = new Map<string, number>();
+  /** Grants and introductions among them (never overtaken). */
+  #queuedBarriers = 0;
+  /** A replay is listing the outbox (its entries are not counted yet). */
+  #listing = false;
   #lastPing: { id: string; at: number } | undefined;
   #rtt: number | undefined;
   #out: Promise<void> = Promise.resolve();
+  /** Received content lines not yet handed to the store. */
+  #uncommitted: Pending[] = [];
+  /** The pump handing them over, while it runs. */
+  #pumping: Promise<void> | undefined;
+  /** Handed batches once committed: acks and delivery, in order. */
+  #committed: Promise<void> = Promise.resolve();
+  #uncommittedBytes = 0;
+  /** Bytes handed to the transport and not yet written. */
+  #unwrittenBytes = 0;
+  #writeWaiters: Array<() => void> = [];
+  /** Reading, waiting for a batch to commit (over the in-flight bound). */
+  #commitWaiters: Array<() => void> = [];
+  /** A commit failed: nothing later is committed or acked. */
+  #storageFailed = false;
   #establishedD = deferred<RemoteHello>();
   #closedD = deferred<string>();
 
@@ -346,7 +403,49 @@ export class Connection {
   /** Sends outboxed entries (committed, with ids) now if open; else they go on resume. */
   sendEntries(entries: OutboxEntry[]): void {
     if (!this.#opened || this.#done || this.#byeSent) return;
+    if (this.#mayOvertake(entries)) {
+      // Small lines are not stuck behind a blob's chunks in other threads.
+      for (const entry of entries) this.#writeLine(entry, this.#lineOf(entry));
+      return;
+    }
+    this.#hold(entries);
     this.#chain(() => this.#writeEntries(entries));
+  }
+
+  /**
+   * True when `entries` (msgs and states) may be written before the lines
+   * queued ahead of them (a blob's chunks): none is in a thread with lines
+   * queued, and no grant or introduction is queued. Order within a thread
+   * is kept (the remote's seen and the cumulative acks count on it), and
+   * grants and introductions are never overtaken (a later ack drops them).
+   */
+  #mayOvertake(entries: OutboxEntry[]): boolean {
+    if (this.#queuedThreads.size === 0 || this.#queuedBarriers > 0) {
+      return false;
+    }
+    if (this.#listing) return false;
+    return entries.every((e) =>
+      (e.t === "msg" || e.t === "state") && e.th !== undefined &&
+      !this.#queuedThreads.has(e.th)
+    );
+  }
+
+  /** Counts entries handed to the output chain. */
+  #hold(entries: OutboxEntry[]): void {
+    for (const e of entries) {
+      if (BARRIERS.has(e.t)) this.#queuedBarriers++;
+      const th = e.th ?? "";
+      this.#queuedThreads.set(th, (this.#queuedThreads.get(th) ?? 0) + 1);
+    }
+  }
+
+  /** Uncounts one entry of the output chain (written or skipped). */
+  #release(e: OutboxEntry): void {
+    if (BARRIERS.has(e.t)) this.#queuedBarriers--;
+    const th = e.th ?? "";
+    const n = (this.#queuedThreads.get(th) ?? 1) - 1;
+    if (n > 0) this.#queuedThreads.set(th, n);
+    else this.#queuedThreads.delete(th);
   }
 
   /** Sends a non-outboxed line (err, presence, grant...) if open; `id` and `ts` are filled in when absent. */
@@ -411,11 +510,24 @@ export class Connection {
       this,
       "out",
       decoder.decode(frame.subarray(0, frame.length - 1)),
+      message,
     );
+    const size = frame.length;
+    this.#unwrittenBytes += size;
     this.#t.write(frame).catch((error) => {
       this.#event({ type: "END", reason: `write failed: ${errorText(error)}` });
+    }).finally(() => {
+      this.#unwrittenBytes -= size;
+      for (const wake of this.#writeWaiters.splice(0)) wake();
     });
-    return frame.length;
+    return size;
+  }
+
+  /** Resolves once the bytes queued on the socket are under the window. */
+  async #writeRoom(): Promise<void> {
+    while (this.#unwrittenBytes >= WRITE_AHEAD_BYTES && !this.#t.closed) {
+      await new Promise<void>((wake) => this.#writeWaiters.push(wake));
+    }
   }
 
   #sendHello(): void {
@@ -477,46 +589,69 @@ export class Connection {
   }
 
   async #replay(): Promise<void> {
+    // Lines their resume says they have are acked in effect: waiters on
+    // them (their ack was lost with a crash) hear it now.
+    this.#listing = true;
     const entries = await this.#o.store.replay(
       this.#peer!.key,
       this.#theirSeen,
-    );
+      (e) => {
+        if (ACKED.has(e.t)) {
+          this.#o.onAck?.(
+            this,
+            e.th === undefined ? { re: e.id } : {
+              re: e.id,
+              th: e.th,
+            },
+          );
+        }
+      },
+    ).finally(() => this.#listing = false);
+    this.#hold(entries);
     await this.#writeEntries(entries);
   }
 
   async #writeEntries(entries: OutboxEntry[]): Promise<void> {
-    // Backpressure: a replay of a big blob would otherwise read and queue
-    // every chunk at once; wait for the socket to drain every few MiB.
-    let queued = 0;
     for (const entry of entries) {
-      if (queued >= WRITE_AHEAD_BYTES) {
-        await this.#t.flush();
-        queued = 0;
+      try {
+        await this.#writeRoom();
+        if (this.#done || this.#byeSent) return;
+        if (entry.id <= (this.#sentUpTo.get(entry.th ?? "") ?? "")) continue;
+        let line: Obj;
+        if (entry.chunk) {
+          try {
+            line = await chunkMessage(entry);
+          } catch (error) {
+            // The spooled file is gone: nothing to send; the blob layer decides.
+            this.#o.onLine?.(
+              this,
+              "out",
+              `chunk ${entry.id} not sent: ${errorText(error)}`,
+            );
+            continue;
+          }
+        } else line = this.#lineOf(entry);
+        this.#writeLine(entry, line);
+      } finally {
+        this.#release(entry);
       }
-      if (this.#done || this.#byeSent) return;
-      // Ids increase in send order, so anything at or below is already out.
-      if (entry.id <= this.#sentUpTo) continue;
-      let line: Obj;
-      if (entry.chunk) {
-        try {
-          line = await chunkMessage(entry);
-        } catch (error) {
-          // The spooled file is gone: nothing to send; the blob layer decides.
-          this.#o.onLine?.(
-            this,
-            "out",
-            `chunk ${entry.id} not sent: ${errorText(error)}`,
-          );
-          continue;
-        }
-      } else {
-        const { t, ...rest } = entry.fields;
-        line = { t, id: entry.id, ts: entry.ts, ...rest };
-      }
-      this.#sentUpTo = entry.id;
-      queued += this.#send(line);
-      this.#o.onSent?.(this, entry);
     }
+  }
+
+  /** The wire line of an outbox entry without a chunk. */
+  #lineOf(entry: OutboxEntry): Obj {
+    const { t, ...rest } = entry.fields;
+    return { t, id: entry.id, ts: entry.ts, ...rest };
+  }
+
+  /** Writes an entry's line unless already written on this connection. */
+  #writeLine(entry: OutboxEntry, line: Obj): void {
+    // Ids increase in send order within a thread: at or below is out already.
+    const th = entry.th ?? "";
+    if (entry.id <= (this.#sentUpTo.get(th) ?? "")) return;
+    this.#sentUpTo.set(th, entry.id);
+    this.#send(line);
+    this.#o.onSent?.(this, entry);
   }
 
   #sendPing(): void {
@@ -568,8 +703,7 @@ export class Connection {
     if (events.length === 0) return;
     // Only liveness (open) listens: a handshake line is not worth a macrostep.
     if (this.#opened) this.#event({ type: "RECEIVED" });
-    const batch: Array<IncomingLine & { received: ReceivedLine }> = [];
-    const pending: Promise<unknown>[] = [];
+    const batch: Pending[] = [];
     try {
       for (const ev of events) {
         if (this.#done || this.actor.getSnapshot().status !== "active") break;
@@ -582,11 +716,9 @@ export class Connection {
           break;
         }
         const parsed = parseLine(ev.bytes);
-        this.#o.onLine?.(
-          this,
-          "in",
-          parsed.ok ? parsed.raw : lossy.decode(ev.bytes),
-        );
+        if (parsed.ok) {
+          this.#o.onLine?.(this, "in", parsed.raw, parsed.message);
+        } else this.#o.onLine?.(this, "in", lossy.decode(ev.bytes));
         if (!parsed.ok) {
           await this.#commit(batch);
           this.#fail("bad_frame", parsed.detail);
@@ -608,7 +740,12 @@ export class Connection {
           continue;
         }
         const t = message.t;
-        const valid = validateMessage(message);
+        // A chunk's data is decoded here, once: that checks it faster than
+        // the schema's pattern over ~350 KB, and the sink takes the bytes.
+        const bytes = t === "chunk" ? decodedChunk(message) : undefined;
+        const valid = validateMessage(
+          bytes ? { ...message, data: "" } : message,
+        );
         if (!valid.ok) {
           if (EXTENSIONS.has(t) || !isKnown(t)) continue;
           await this.#commit(batch);
@@ -619,9 +756,14 @@ export class Connection {
           );
           break;
         }
-        const received = {
+        // A chunk's data is held once, decoded: its text (in the line and
+        // in the parsed message) goes now, not when its commit is done.
+        if (bytes) message.data = "";
+        const raw = bytes ? JSON.stringify(message) : parsed.raw;
+        const received: ReceivedLine = {
           message: message as unknown as Message,
-          raw: parsed.raw,
+          raw,
+          ...(bytes ? { bytes } : {}),
         };
         if (COMMITTED.has(t)) {
           batch.push({
@@ -629,8 +771,9 @@ export class Connection {
             t,
             th: typeof message.th === "string" ? message.th : undefined,
             message,
-            raw: parsed.raw,
+            raw,
             received,
+            size: ev.bytes.length,
           });
           continue;
         }
@@ -638,11 +781,15 @@ export class Connection {
           case "ack": {
             const re = message.re as string;
             const th = typeof message.th === "string" ? message.th : undefined;
-            pending.push(
-              this.#o.store.acked(this.#peer!.key, th, re).then(() =>
-                this.#o.onAck?.(this, th === undefined ? { re } : { re, th })
-              ),
+            // The store drops the entry from its index at once (inOutbox is
+            // false from here) and commits the delete with the next group:
+            // the receiver has the line durably, so the ack is reported now.
+            // Should we die before that commit, the line is replayed and the
+            // receiver acks it again as a duplicate.
+            this.#o.store.acked(this.#peer!.key, th, re).catch((error) =>
+              this.#fail("internal", `storage failed: ${errorText(error)}`)
             );
+            this.#o.onAck?.(this, th === undefined ? { re } : { re, th });
             break;
           }
           case "ping":
@@ -680,8 +827,14 @@ export class Connection {
             // hello, auth again and unknown types: ignored (SPEC 5).
         }
       }
-      await this.#commit(batch);
-      await Promise.all(pending);
+      void this.#commit(batch);
+      // Reading goes on while commits run, up to a bound.
+      while (
+        this.#uncommittedBytes > MAX_UNCOMMITTED_BYTES && !this.#done &&
+        !this.#storageFailed
+      ) {
+        await new Promise<void>((wake) => this.#commitWaiters.push(wake));
+      }
     } catch (error) {
       this.#fail("internal", `storage failed: ${errorText(error)}`);
     }
@@ -695,19 +848,105 @@ export class Connection {
     });
   }
 
-  /** Group commit, then acks, then delivery of the new lines. */
-  async #commit(
-    batch: Array<IncomingLine & { received: ReceivedLine }>,
+  /**
+   * Queues `batch` (emptied) for the group commit and resolves once it and
+   * every earlier line are committed, acked and delivered. One pump hands
+   * the queued lines to `beforeCommit` and `store.receive`, all that queued
+   * up since its last turn at once, without waiting for the commit before:
+   * the store's group commit takes whatever arrived while its last commit
+   * ran, and `beforeCommit` (a chunk's bytes) syncs once per turn. Acks and
+   * delivery follow the commits in order. A failure closes the connection;
+   * later lines are neither committed nor acked.
+   */
+  #commit(
+    batch: Pending[],
   ): Promise<void> {
-    if (batch.length === 0) return;
-    const lines = batch.splice(0);
-    if (this.#o.beforeCommit) {
-      await this.#o.beforeCommit(this, lines.map((l) => l.received));
+    if (batch.length > 0) {
+      for (const line of batch) this.#uncommittedBytes += line.size;
+      this.#uncommitted.push(...batch.splice(0));
+      this.#startPump();
     }
-    const outcomes = await this.#o.store.receive(
+    return this.#settled();
+  }
+
+  #startPump(): void {
+    this.#pumping ??= this.#pump().finally(() => {
+      this.#pumping = undefined;
+      // Lines queued after the pump's last look.
+      if (this.#uncommitted.length > 0) this.#startPump();
+    });
+  }
+
+  /** Resolves once every queued line is committed, acked and delivered. */
+  async #settled(): Promise<void> {
+    while (this.#pumping) await this.#pumping;
+    await this.#committed;
+  }
+
+  async #pump(): Promise<void> {
+    while (this.#uncommitted.length > 0 && !this.#storageFailed) {
+      const lines = this.#uncommitted.splice(0);
+      // Lines of threads without chunks here go at once; the chunks, and
+      // the lines of their threads (a blob's msg), after beforeCommit made
+      // the chunk bytes durable. Order within a thread is kept.
+      const synced = new Set<string>();
+      for (const l of lines) if (l.t === "chunk") synced.add(l.th ?? "");
+      const early = lines.filter((l) => !synced.has(l.th ?? ""));
+      const late = early.length === lines.length
+        ? []
+        : lines.filter((l) => synced.has(l.th ?? ""));
+      try {
+        if (early.length > 0) this.#handOver(early);
+        if (late.length > 0) {
+          const also = await this.#o.beforeCommit?.(
+            this,
+            late.map((l) => l.received),
+          );
+          if (this.#storageFailed) throw new Error("an earlier commit failed");
+          this.#handOver(late, also ?? undefined);
+        }
+      } catch (error) {
+        this.#storageFailed = true;
+        for (const line of late) this.#uncommittedBytes -= line.size;
+        this.#fail("internal", `storage failed: ${errorText(error)}`);
+        break;
+      }
+    }
+    if (this.#storageFailed) {
+      for (const line of this.#uncommitted.splice(0)) {
+        this.#uncommittedBytes -= line.size;
+      }
+      for (const wake of this.#commitWaiters.splice(0)) wake();
+    }
+  }
+
+  /** Gives `lines` to the store's group commit; acks follow in order. */
+  #handOver(lines: Pending[], also?: ReceiveExtras): void {
+    let bytes = 0;
+    for (const line of lines) bytes += line.size;
+    const outcomes = this.#o.store.receive(
       this.#peer!.key,
       lines.map(({ id, t, th, message, raw }) => ({ id, t, th, message, raw })),
+      also,
     );
+    outcomes.catch(() => {}); // handled in order below
+    this.#committed = this.#committed.then(async () => {
+      const out = await outcomes;
+      if (!this.#storageFailed) this.#ackAndDeliver(lines, out);
+    }).catch((error) => {
+      this.#storageFailed = true;
+      this.#fail("internal", `storage failed: ${errorText(error)}`);
+    }).finally(() => {
+      this.#uncommittedBytes -= bytes;
+      for (const wake of this.#commitWaiters.splice(0)) wake();
+    });
+  }
+
+  /** Acks the committed lines, then delivers the new ones. */
+  #ackAndDeliver(
+    lines: Pending[],
+    outcomes: ReceiveOutcome[],
+  ): void {
     const fresh: ReceivedLine[] = [];
     for (let i = 0; i < lines.length; i++) {
       const line = lines[i];
@@ -826,8 +1065,26 @@ export class Connection {
     // The admission may have awaited: the connection may have ended since.
     if (this.state !== "auth") return;
     this.#authed = true;
+    this.#t.authenticated?.(); // out of the listener's pre-auth bounds
     await this.#o.onAuthenticated?.(this);
     if (this.state === "auth") this.#event({ type: "AUTH_OK" });
+  }
+}
+
+/**
+ * A chunk's data decoded, when it is standard base64 (what the schema's
+ * pattern allows and more: the padding is right too); else undefined, and
+ * the schema decides.
+ */
+function decodedChunk(message: Obj): Uint8Array | undefined {
+  const data = message.data;
+  if (typeof data !== "string" || data.includes("-") || data.includes("_")) {
+    return undefined;
+  }
+  try {
+    return decodeBase64(data);
+  } catch {
+    return undefined;
   }
 }
 

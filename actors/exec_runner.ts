@@ -77,6 +77,47 @@ export interface ExecOutcome {
   attachments: Attachment[];
 }
 
+/** What exec passes on from the daemon's environment by default; the
+ * request's `env` comes on top. Nothing else (keys, tokens) leaks.
+ *
+ * @example
+ * ```ts
+ * import { EXEC_BASE_ENV } from "./exec_runner.ts";
+ * console.log(EXEC_BASE_ENV); // ["PATH", "HOME", "LANG", "TERM"]
+ * ```
+ */
+export const EXEC_BASE_ENV: readonly string[] = [
+  "PATH",
+  "HOME",
+  "LANG",
+  "TERM",
+];
+
+/**
+ * The environment an exec child gets: {@linkcode EXEC_BASE_ENV} and the
+ * `pass` names taken from ours when set, then the request's own `env`.
+ *
+ * @example
+ * ```ts
+ * import { execEnvironment } from "./exec_runner.ts";
+ * console.log(Object.keys(execEnvironment({ X: "1" }, [])).includes("X")); // true
+ * ```
+ */
+export function execEnvironment(
+  requested: Record<string, string> | undefined,
+  pass: readonly string[] = [],
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of [...EXEC_BASE_ENV, ...pass]) {
+    let value: string | undefined;
+    try {
+      value = Deno.env.get(name);
+    } catch { /* no --allow-env for it */ }
+    if (value !== undefined) env[name] = value;
+  }
+  return { ...env, ...requested };
+}
+
 /** Options of {@linkcode runExec}. */
 export interface ExecOptions {
   /** The served root: default cwd, and `cwd` is confined to it. */
@@ -89,6 +130,11 @@ export interface ExecOptions {
   maxOutputBytes?: number;
   /** Overrides the request's timeout, ms (tests). */
   timeoutMs?: number;
+  /**
+   * Names of the daemon's environment variables passed on beyond
+   * {@linkcode EXEC_BASE_ENV} (`--exec-env-pass`).
+   */
+  envPass?: readonly string[];
   /** Aborting kills the process group like a timeout. */
   signal?: AbortSignal;
 }
@@ -413,7 +459,8 @@ export async function runExec(
     child = new Deno.Command(argv[0], {
       args: argv.slice(1),
       cwd,
-      env: req.env,
+      env: execEnvironment(req.env, options.envPass),
+      clearEnv: true, // a minimal environment, never the daemon's own
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",

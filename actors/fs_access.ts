@@ -2,19 +2,29 @@
  * The `fs:read` and `fs:write` requests of the coding-agent profile
  * (PROFILE.md), confined to a served root.
  *
- * Confinement: a request path is made absolute against the root (an
- * absolute path must already lie inside it), normalized lexically, then the
- * deepest existing ancestor is resolved with `realPath` and the missing tail
- * re-appended. The result must equal the real root or start with it plus a
- * path separator, so `..`, absolute paths and symlinks (followed before the
- * check) cannot escape. The resolved path is what gets opened, so the check
- * and the open name the same file; a concurrent symlink swap inside the root
- * between the two remains possible (no openat in Deno).
+ * Confinement: files are opened with {@linkcode openInRoot}, an `openat`
+ * style walk that never lets the kernel follow a symlink, so `..`, absolute
+ * paths, symlinks and a symlink swapped in concurrently cannot escape; the
+ * bytes are then read and written through that descriptor only. The awp
+ * home (it holds the identity key) is never served, whatever the root;
+ * files with more than one hard link are never written.
  *
  * @module
  */
 
+import type * as nodeFs from "node:fs";
 import { decodeBase64, encodeBase64 } from "../wire/base64.ts";
+import {
+  checkRequestPath,
+  errorText,
+  FsAccessError,
+  normalizedParts,
+  type OpenedInRoot,
+  openInRoot,
+  within,
+} from "./open_in_root.ts";
+
+export { FsAccessError };
 
 /** Bytes of content returned inline; more goes out as a blob (PROFILE.md).
  *
@@ -45,22 +55,6 @@ export const FS_READ_RESULT_MIME = "application/vnd.awp.fs-read-result+json";
  * ```
  */
 export const FS_WRITE_RESULT_MIME = "application/vnd.awp.fs-write-result+json";
-
-/** A request path that is malformed or escapes the root; one line.
- *
- * @example
- * ```ts
- * import { FsAccessError, resolveInRoot } from "./fs_access.ts";
- * await resolveInRoot(".", "..").catch((e) => console.log(e instanceof FsAccessError));
- * ```
- */
-export class FsAccessError extends Error {
-  /** @param message one line, safe to send back to the requester */
-  constructor(message: string) {
-    super(message);
-    this.name = "FsAccessError";
-  }
-}
 
 /** A file to send as a blob alongside a result. */
 export interface Attachment {
@@ -94,37 +88,33 @@ export interface FsReadOptions {
   maxBytes?: number;
   /** Where range copies for blobs are written (a new temp dir if unset). */
   spoolDir?: string;
+  /** Directories never served, whatever the root (the awp home). */
+  protect?: readonly string[];
+}
+
+/** Options of {@linkcode fsWrite}. */
+export interface FsWriteOptions {
+  /** Directories never served, whatever the root (the awp home). */
+  protect?: readonly string[];
+}
+
+/** An opened file that closes itself at the end of a `using` block. */
+function disposable(
+  opened: OpenedInRoot,
+): Disposable & { value: OpenedInRoot } {
+  return { value: opened, [Symbol.dispose]: () => opened.close() };
 }
 
 const SEP = "/";
 const DEFAULT_MAX_BYTES = 50 * 1024 * 1024;
 
-/** Lexical normalization of an absolute POSIX path ("." and ".." removed). */
 function normalizeAbsolute(path: string): string {
-  const out: string[] = [];
-  for (const seg of path.split(SEP)) {
-    if (seg === "" || seg === ".") continue;
-    if (seg === "..") out.pop();
-    else out.push(seg);
-  }
-  return SEP + out.join(SEP);
-}
-
-function within(path: string, root: string): boolean {
-  return path === root || path.startsWith(root === SEP ? SEP : root + SEP);
+  return SEP + normalizedParts(path).join(SEP);
 }
 
 function relativeTo(path: string, root: string): string {
   if (path === root) return ".";
   return path.slice(root === SEP ? 1 : root.length + 1);
-}
-
-function errorText(e: unknown): string {
-  if (e instanceof Deno.errors.NotFound) return "no such file or directory";
-  if (e instanceof Deno.errors.PermissionDenied) return "permission denied";
-  if (e instanceof Deno.errors.AlreadyExists) return "already exists";
-  const text = e instanceof Error ? e.message : String(e);
-  return text.split("\n")[0];
 }
 
 /**
@@ -146,10 +136,7 @@ export async function resolveInRoot(
   root: string,
   path: unknown,
 ): Promise<string> {
-  if (typeof path !== "string" || path === "") {
-    throw new FsAccessError("path is required and must be a string");
-  }
-  if (path.includes("\0")) throw new FsAccessError("path contains a NUL byte");
+  checkRequestPath(path);
   let realRoot: string;
   try {
     realRoot = await Deno.realPath(root);
@@ -178,7 +165,7 @@ export async function resolveInRoot(
     throw new FsAccessError(`${path} is outside the served root`);
   }
   // Resolve the deepest existing ancestor; the missing tail has no links.
-  const tail: string[] = [];
+  const reversedTail: string[] = [];
   let current = target;
   let resolved: string;
   for (;;) {
@@ -198,13 +185,14 @@ export async function resolveInRoot(
         throw new FsAccessError(`${path} is a dangling symlink`);
       }
       const cut = current.lastIndexOf(SEP);
-      tail.unshift(current.slice(cut + 1));
+      reversedTail.push(current.slice(cut + 1));
       current = cut === 0 ? SEP : current.slice(0, cut);
     }
   }
-  const full = tail.length === 0
+  const full = reversedTail.length === 0
     ? resolved
-    : (resolved === SEP ? "" : resolved) + SEP + tail.join(SEP);
+    : (resolved === SEP ? "" : resolved) + SEP +
+      reversedTail.reverse().join(SEP);
   if (!within(full, realRoot)) {
     throw new FsAccessError(`${path} is outside the served root`);
   }
@@ -212,8 +200,8 @@ export async function resolveInRoot(
 }
 
 /** `ls -l` style mode text, like "-rw-r--r--" or "drwxr-xr-x". */
-function modeText(info: Deno.FileInfo): string {
-  const kind = info.isDirectory ? "d" : info.isSymlink ? "L" : "-";
+function modeText(info: nodeFs.Stats): string {
+  const kind = info.isDirectory() ? "d" : "-";
   const mode = info.mode ?? 0;
   let text = kind;
   for (const shift of [6, 3, 0]) {
@@ -319,15 +307,18 @@ export async function fsRead(
     }
     const offset = nonNegativeInt(data.offset, "offset");
     const wanted = nonNegativeInt(data.length, "length");
-    const real = await resolveInRoot(root, data.path);
-    const info = await Deno.stat(real);
-    if (info.isDirectory) {
+    using opened = disposable(
+      openInRoot(root, data.path, { protect: options.protect }),
+    );
+    const { info, real } = opened.value;
+    if (info.isDirectory()) {
       const entries: string[] = [];
-      for await (const e of Deno.readDir(real)) {
+      const dirPath = opened.value.handlePath;
+      for await (const e of Deno.readDir(dirPath)) {
         let dir = e.isDirectory;
         if (e.isSymlink) {
           try {
-            dir = (await Deno.stat(`${real}/${e.name}`)).isDirectory;
+            dir = (await Deno.stat(`${dirPath}/${e.name}`)).isDirectory;
           } catch { /* dangling: list as a file */ }
         }
         entries.push(dir ? `${e.name}/` : e.name);
@@ -339,7 +330,6 @@ export async function fsRead(
         attachments: [],
       };
     }
-    if (!info.isFile) throw new FsAccessError(`${path} is not a regular file`);
     const max = options.maxBytes ?? DEFAULT_MAX_BYTES;
     const inline = options.inlineLimit ?? INLINE_LIMIT;
     const start = Math.min(offset, info.size);
@@ -351,7 +341,8 @@ export async function fsRead(
       length,
       mode: modeText(info),
     };
-    using file = await Deno.open(real, { read: true });
+    // The same open file, never the path again (it may change meanwhile).
+    using file = await Deno.open(opened.value.handlePath, { read: true });
     if (length <= inline) {
       const bytes = await readRange(file, start, length);
       result.length = bytes.length;
@@ -371,24 +362,20 @@ export async function fsRead(
       };
     }
     const name = baseName(real);
-    let attachment: Attachment;
-    if (start === 0 && length === info.size) {
-      // The whole file: the blob sender snapshots it, no copy needed here.
-      attachment = { path: real, name, size: length, temporary: false };
-    } else {
-      const dir = options.spoolDir ??
-        await Deno.makeTempDir({ prefix: "awp-read-" });
-      await Deno.mkdir(dir, { recursive: true });
-      const to = await Deno.makeTempFile({
-        dir,
-        prefix: "read-",
-        suffix: `-${name}`,
-      });
-      await Deno.remove(to);
-      const copied = await copyRange(file, start, length, to);
-      result.length = copied;
-      attachment = { path: to, name, size: copied, temporary: true };
-    }
+    // Always a copy taken through the descriptor: sending the original by
+    // path would reopen it, and the path may lead elsewhere by then.
+    const dir = options.spoolDir ??
+      await Deno.makeTempDir({ prefix: "awp-read-" });
+    await Deno.mkdir(dir, { recursive: true });
+    const to = await Deno.makeTempFile({
+      dir,
+      prefix: "read-",
+      suffix: `-${name}`,
+    });
+    await Deno.remove(to);
+    const copied = await copyRange(file, start, length, to);
+    result.length = copied;
+    const attachment = { path: to, name, size: copied, temporary: true };
     result.blob = name;
     return {
       result,
@@ -415,7 +402,11 @@ export async function fsRead(
  * console.log(result.written); // 1
  * ```
  */
-export async function fsWrite(root: string, data: unknown): Promise<FsOutcome> {
+export async function fsWrite(
+  root: string,
+  data: unknown,
+  options: FsWriteOptions = {},
+): Promise<FsOutcome> {
   const path = isRecord(data) ? data.path : undefined;
   try {
     if (!isRecord(data)) {
@@ -437,26 +428,17 @@ export async function fsWrite(root: string, data: unknown): Promise<FsOutcome> {
     } else {
       throw new FsAccessError(`unknown encoding ${JSON.stringify(encoding)}`);
     }
-    let real = await resolveInRoot(root, data.path);
-    const parent = real.slice(0, real.lastIndexOf(SEP)) || SEP;
-    if (mkdir === true) {
-      await Deno.mkdir(parent, { recursive: true });
-      // Re-check: a link may have appeared along the created path.
-      real = await resolveInRoot(root, data.path);
-    }
-    try {
-      if ((await Deno.stat(real)).isDirectory) {
-        throw new FsAccessError(`${path} is a directory`);
-      }
-    } catch (e) {
-      if (!(e instanceof Deno.errors.NotFound)) throw e;
-    }
-    using file = await Deno.open(real, {
+    using opened = disposable(
+      openInRoot(root, data.path, {
+        write: true,
+        append: append === true,
+        mkdir: mkdir === true,
+        protect: options.protect,
+      }),
+    );
+    using file = await Deno.open(opened.value.handlePath, {
       write: true,
-      create: true,
       append: append === true,
-      truncate: append !== true,
-      mode: 0o644,
     });
     let off = 0;
     while (off < bytes.length) off += await file.write(bytes.subarray(off));

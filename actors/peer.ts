@@ -16,6 +16,7 @@
  */
 
 import { randomBytes } from "node:crypto";
+import type { ConnectionLimits } from "./connection_gate.ts";
 import {
   type Delivery,
   Supervisor,
@@ -23,7 +24,11 @@ import {
 } from "./supervisor.ts";
 import type { Connection, ReceivedLine, RemoteHello } from "./connection.ts";
 import { PeerThreads } from "./peer_threads.ts";
-import { PeerBlobs } from "./peer_blobs.ts";
+import {
+  DEFAULT_UNFINISHED,
+  PeerBlobs,
+  type UnfinishedBlobLimits,
+} from "./peer_blobs.ts";
 import { InspectionHub } from "../inspector/inspection_hub.ts";
 import type { ConnectionTimeouts } from "./connection_machine.ts";
 import type { DialerTiming } from "./dialer_machine.ts";
@@ -53,6 +58,7 @@ import type {
   OutboxDraft,
   OutboxEntry,
   PeerRecord,
+  ReceiveExtras,
   Store,
   ThreadPatch,
   ThreadRecord,
@@ -71,7 +77,7 @@ import { blobPart, textPart } from "../wire/messages.ts";
 import { timestamp } from "../wire/time.ts";
 import { MAX_LINE_BYTES } from "../wire/frame.ts";
 import { validateMessage } from "../wire/validate.ts";
-import { CONTENT_TYPES } from "../wire/types.ts";
+import { CONTENT_TYPES, MESSAGE_TYPES } from "../wire/types.ts";
 import type {
   Err,
   Grant,
@@ -98,6 +104,13 @@ export interface PeerOptions {
   url?: string;
   /** Most traffic-log entries the store keeps (default 100,000). */
   maxLogEntries?: number;
+  /** Most traffic-log bytes the store keeps (default 256 MiB, `--max-log-bytes`). */
+  maxLogBytes?: number;
+  /**
+   * Bounds on unfinished incoming blobs: bytes per peer and in total, and
+   * how long one may sit without a chunk (README "Limits").
+   */
+  unfinishedBlobs?: UnfinishedBlobLimits;
   /** Our name in hello. */
   name?: string;
   /** Our about line in hello. */
@@ -114,6 +127,11 @@ export interface PeerOptions {
   dialer?: { timing?: Partial<DialerTiming>; random?: () => number };
   /** Allow plain TCP with public addresses. */
   allowPublic?: boolean;
+  /**
+   * Bounds on accepted connections, per listener: open at once, and still
+   * in hello/auth in total and per source address (README "Limits").
+   */
+  limits?: ConnectionLimits;
   /**
    * Return (or resolve with) a refusal detail to refuse a peer after its
    * auth; asked after the admission policy (`accept`) admitted it.
@@ -137,8 +155,14 @@ export interface PeerOptions {
    * them: exec, fs:read, fs:write (`--serve`). None by default.
    */
   serve?: string[];
-  /** The root exec and fs requests are confined to (`--root`; default cwd). */
+  /**
+   * The root exec and fs requests are confined to (`--root`). Required to
+   * serve fs:read or fs:write; exec runs in the working directory without
+   * it. The awp home is never served, whatever the root.
+   */
   root?: string;
+  /** Environment variables exec passes on beyond the minimal set (`--exec-env-pass`). */
+  execEnvPass?: string[];
   /** Exec timeout override in ms (tests; requests say `timeout` in s). */
   execTimeoutMs?: number;
   /** Publish a signed presence document (`--presence`, AWP_PRESENCE=1). */
@@ -258,6 +282,9 @@ const DEFAULT_CAPS = [
   "presence",
   "mirror",
 ];
+/** The types this peer understands; others are ignored (and not logged). */
+const KNOWN_TYPES: ReadonlySet<string> = new Set(MESSAGE_TYPES);
+
 /** Received lines store.receive logs itself (content, and private). */
 const LOGGED_BY_RECEIVE: ReadonlySet<string> = new Set([
   ...CONTENT_TYPES,
@@ -274,6 +301,8 @@ const LIVENESS: ReadonlySet<string> = new Set(["ping", "pong"]);
 const LOG_BATCH = 256;
 const EARLY_EVENTS = 10_000;
 const ACKED_MEMORY = 10_000;
+/** A thread's record is rewritten at most this often by sends alone. */
+const TOUCH_EVERY_MS = 1_000;
 
 const MIME: Record<string, string> = {
   txt: "text/plain",
@@ -341,7 +370,34 @@ function checkTrustOptions(options: PeerOptions): void {
         })`,
       );
     }
+    if (cap.startsWith("fs:") && !options.root) {
+      // The working directory is too easy to get wrong (it may hold the home).
+      throw new TypeError(
+        `Peer.open: serving ${cap} needs root: the directory fs requests are confined to (--root DIR)`,
+      );
+    }
   }
+}
+
+/**
+ * Directories no request may reach, whatever the root: this peer's home
+ * or temp dir and the default homes (they hold identity keys).
+ */
+function protectedDirs(options: PeerOptions, temp?: string): string[] {
+  const env = (name: string) => {
+    try {
+      return Deno.env.get(name);
+    } catch {
+      return undefined; // no --allow-env
+    }
+  };
+  const home = env("HOME");
+  return [
+    options.home,
+    temp,
+    env("AWP_HOME"),
+    home ? `${home}/.awp` : undefined,
+  ].filter((d): d is string => typeof d === "string" && d !== "");
 }
 
 interface PendingSpool {
@@ -380,11 +436,17 @@ export class Peer {
   #tempRoot: string | undefined;
   /** The retention timer (expireOutbox soon after open, then hourly). */
   #retention: ReturnType<typeof setTimeout> | undefined;
+  /** The timer of {@link Peer.#expireBlobs}. */
+  #blobExpiry: ReturnType<typeof setTimeout> | undefined;
   #maxBlob: number;
   #subs = new Set<EventQueue<PeerEvent>>();
   #early: PeerEvent[] | undefined = [];
   #sendTurn: Promise<void> = Promise.resolve();
+  /** Served results, queued one at a time (see {@link Peer.#reply}). */
+  #replyTurn: Promise<void> = Promise.resolve();
   #acked = new Set<string>();
+  /** When each thread record was last written by {@link #touchThread}. */
+  #threadTouched = new Map<string, number>();
   #ackWaiters = new Map<string, Set<() => void>>();
   #sentTo = new Map<string, string>();
   #spoolByMsg = new Map<string, PendingSpool>();
@@ -418,6 +480,9 @@ export class Peer {
       store,
       blobsDir: dirs.blobs,
       maxBlobBytes: this.#maxBlob,
+      ...(options.unfinishedBlobs
+        ? { unfinished: options.unfinishedBlobs }
+        : {}),
       ...(options.inspect ? { inspect: options.inspect } : {}),
       parentId: (peer) => this.#parentId(peer),
       emit: (event) => this.#emit(event),
@@ -461,6 +526,8 @@ export class Peer {
     this.#requests = new RequestServer({
       serve: options.serve,
       root: options.root,
+      protect: protectedDirs(options, dirs.temp),
+      execEnvPass: options.execEnvPass,
       spoolDir: `${dirs.spool}/served`,
       execTimeoutMs: options.execTimeoutMs,
       capsOf: (peer, presented) => this.#trust.capsOf(peer, presented),
@@ -511,6 +578,7 @@ export class Peer {
       timeouts: options.timeouts,
       dialer: options.dialer,
       allowPublic: options.allowPublic,
+      limits: options.limits,
       admit: (remote, context) => this.#admit(remote, context),
       grants: (remote) => this.#trust.toPresent(remote.key),
       shares: () => this.#ext.hosts,
@@ -541,7 +609,8 @@ export class Peer {
           track(this.#ext.onPrivate(d.peer, (d.message as Private).th)),
       },
       onEvent: (e) => this.#onSupervisorEvent(e),
-      onLine: (peer, dir, raw) => this.#logLine(peer, dir, raw),
+      onLine: (peer, dir, raw, message) =>
+        this.#logLine(peer, dir, raw, message),
       beforeCommit: (peer, conn, lines) =>
         this.#beforeCommit(peer, conn, lines),
       // Each fresh msg/state holds its event's turn: events leave in seq order.
@@ -608,6 +677,9 @@ export class Peer {
       ...(options.maxLogEntries !== undefined
         ? { maxLogEntries: options.maxLogEntries }
         : {}),
+      ...(options.maxLogBytes !== undefined
+        ? { maxLogBytes: options.maxLogBytes }
+        : {}),
     });
     try {
       const seed = await store.identity(() =>
@@ -631,6 +703,7 @@ export class Peer {
       const peer = new Peer(signer, store, options, dirs, hosts);
       peer.#sup.start();
       peer.#retain(5_000, options.retentionMs ?? 7 * 86_400_000);
+      peer.#expireBlobs();
       await peer.#sup.loadQuiet();
       await peer.#redialKnown();
       return peer;
@@ -863,9 +936,13 @@ export class Peer {
     }
     drafts.push({ fields });
     let entries;
+    // Asked together with the enqueue, so both share one group commit.
+    let touched: Promise<void> | undefined;
     try {
       // One enqueue: chunk ids come before the msg's (NOTES item 1).
       const enqueued = this.#sup.send(key, drafts);
+      touched = this.#touchThread(key, th, { subject: options.subject });
+      touched.catch(() => {}); // awaited below, once the enqueue is durable
       asked?.();
       entries = await enqueued;
     } catch (error) {
@@ -901,7 +978,7 @@ export class Peer {
         this.#blobs.outgoing(key, blob.ref, { th, name, size: blob.size });
       }
     }
-    await this.#touchThread(key, th, { subject: options.subject });
+    await touched;
     const sent = { ...fields, id, ts: entries[entries.length - 1].ts } as Msg;
     await this.#threads.feed(key, th, { type: "MSG_OUT", message: sent });
     await this.#ext.onLine(key, "out", { ...sent });
@@ -1467,6 +1544,18 @@ export class Peer {
 
   // ---- internals ----
 
+  /** Drops unfinished incoming blobs past their TTL, now and then. */
+  #expireBlobs(): void {
+    const ttl = this.#o.unfinishedBlobs?.ttlMs ?? DEFAULT_UNFINISHED.ttlMs;
+    const every = Math.max(1_000, Math.min(ttl / 2, 600_000));
+    const timer = setTimeout(() => {
+      this.#expireBlobs();
+      this.#blobs.expireUnfinished().catch(() => {});
+    }, every);
+    Deno.unrefTimer(timer);
+    this.#blobExpiry = timer;
+  }
+
   /** Runs store retention after `delayMs`, then hourly, until close. */
   #retain(delayMs: number, retentionMs: number): void {
     const timer = setTimeout(() => {
@@ -1479,6 +1568,7 @@ export class Peer {
 
   async #close(): Promise<void> {
     clearTimeout(this.#retention);
+    clearTimeout(this.#blobExpiry);
     this.#ext.close();
     // Running commands are killed; their results are still queued.
     await this.#requests.close();
@@ -1522,11 +1612,44 @@ export class Peer {
   }
 
   /** A served request's result: a msg re the request, files as blobs. */
-  async #reply(
+  #reply(
     peer: string,
     reply: ResultReply,
     files: Attachment[],
   ): Promise<void> {
+    // One at a time: each checks the spool after the one before queued.
+    const turn = this.#replyTurn.then(() => this.#replyNow(peer, reply, files));
+    this.#replyTurn = turn.catch(() => {});
+    return turn;
+  }
+
+  async #replyNow(
+    peer: string,
+    reply: ResultReply,
+    files: Attachment[],
+  ): Promise<void> {
+    const full = files.length > 0
+      ? await this.#blobs.outgoingOver(
+        peer,
+        files.reduce((n, f) => n + f.size, 0),
+      )
+      : undefined;
+    if (full !== undefined) {
+      // A remote's requests must not fill our disk: the result says so.
+      reply = {
+        ...reply,
+        parts: [
+          { k: "text", text: `result not sent: ${full}` },
+          {
+            k: "data",
+            mime: reply.parts.find((p) => p.k === "data")?.mime ??
+              "application/json",
+            data: { error: full },
+          } as Part,
+        ],
+      };
+      files = [];
+    }
     await this.#sendTo(peer, "", {
       thread: reply.th,
       re: reply.re,
@@ -1597,22 +1720,24 @@ export class Peer {
   }
 
   async #remember(remote: RemoteHello, addr: string): Promise<void> {
-    const known = await this.#store.peer(remote.key);
-    const now = Date.now();
-    const addresses = [
-      addr,
-      ...(known?.addresses ?? []).filter((a) => a !== addr),
-    ];
-    await this.#store.putPeer({
-      ...known,
-      key: remote.key,
-      name: remote.name ?? known?.name,
-      about: remote.about ?? known?.about,
-      caps: remote.caps,
-      addresses,
-      dialed: true,
-      firstSeen: known?.firstSeen ?? now,
-      lastSeen: now,
+    // One read-and-write step: the supervisor records the same peer at the
+    // same moment, and neither may drop the other's address.
+    await this.#store.updatePeer(remote.key, (known) => {
+      const now = Date.now();
+      return {
+        ...known,
+        key: remote.key,
+        name: remote.name ?? known?.name,
+        about: remote.about ?? known?.about,
+        caps: remote.caps,
+        addresses: [
+          addr,
+          ...(known?.addresses ?? []).filter((a) => a !== addr),
+        ],
+        dialed: true,
+        firstSeen: known?.firstSeen ?? now,
+        lastSeen: now,
+      };
     });
   }
 
@@ -1658,7 +1783,20 @@ export class Peer {
     th: string,
     change: ThreadPatch,
   ): Promise<void> {
+    // A burst of sends in one thread writes its record once a second, not
+    // once a msg: only `updated` (for retention, in days) would change.
+    const id = `${peer} ${th}`;
+    const now = Date.now();
+    const onlyTouch = change.subject === undefined && !change.mine &&
+      !change.read;
+    const last = this.#threadTouched.get(id);
+    if (onlyTouch && last !== undefined && now - last < TOUCH_EVERY_MS) return;
     await this.#store.patchThread(peer, th, change);
+    this.#threadTouched.delete(id);
+    this.#threadTouched.set(id, now);
+    if (this.#threadTouched.size > ACKED_MEMORY) {
+      this.#threadTouched.delete(this.#threadTouched.keys().next().value!);
+    }
   }
 
   #onSupervisorEvent(e: SupervisorEvent): void {
@@ -1722,19 +1860,27 @@ export class Peer {
    * Every line after the handshake goes to the traffic log, batched (the
    * received content lines are logged by store.receive, in their commit).
    */
-  #logLine(peer: string | undefined, dir: "in" | "out", raw: string): void {
-    if (!peer) return;
-    let m: Record<string, unknown>;
-    try {
-      m = JSON.parse(raw);
-    } catch {
-      return; // a local note, or an unparsable line the connection refused
-    }
-    if (typeof m !== "object" || m === null || typeof m.t !== "string") return;
+  #logLine(
+    peer: string | undefined,
+    dir: "in" | "out",
+    raw: string,
+    parsed?: Record<string, unknown>,
+  ): void {
+    // Without the parsed line: a local note, or a line the connection refused.
+    const m = parsed;
+    if (!peer || m === undefined || typeof m.t !== "string") return;
     let bare: Record<string, unknown> | undefined;
     if (m.t === "chunk") {
       const { data: _, ...rest } = m;
       bare = rest;
+    } else if (dir === "in" && !KNOWN_TYPES.has(m.t)) {
+      // Ignored (unknown type): its body is not ours to keep; only a note.
+      bare = {
+        t: m.t.slice(0, 64),
+        ...(typeof m.id === "string" ? { id: m.id.slice(0, 64) } : {}),
+        ignored: true,
+        bytes: raw.length,
+      };
     }
     if (this.#o.lineEvents && !HANDSHAKE.has(m.t)) {
       this.#emit(
@@ -1749,6 +1895,9 @@ export class Peer {
     }
     if (dir === "in" && LOGGED_BY_RECEIVE.has(m.t)) return;
     if (LIVENESS.has(m.t) || HANDSHAKE.has(m.t)) return;
+    // Acks have no log rows: one per content line would double the log's
+    // writes, and the acked line's own row and the `acked` event say it.
+    if (m.t === "ack") return;
     const line = bare ? JSON.stringify(bare) : raw;
     this.#logBuffer.push({
       peer,
@@ -1834,12 +1983,13 @@ export class Peer {
     peer: string,
     conn: Connection,
     lines: ReceivedLine[],
-  ): Promise<void> {
-    for (const { message } of lines) {
-      if (message.t === "chunk") {
-        await this.#blobs.takeChunk(peer, conn, message);
-      }
-    }
+  ): Promise<ReceiveExtras | void> {
+    const chunks = lines.flatMap(({ message, bytes }) =>
+      message.t === "chunk" ? [bytes ? { ...message, bytes } : message] : []
+    );
+    if (chunks.length === 0) return;
+    // The sinks' records commit with the chunks' seen markers.
+    return { blobs: await this.#blobs.takeChunks(peer, conn, chunks) };
   }
 
   async #onErr(d: Delivery): Promise<void> {

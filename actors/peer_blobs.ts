@@ -19,7 +19,7 @@ import {
   sinkEvent,
 } from "./blob_machine.ts";
 import type { PeerEvent, ReceivedBlob } from "./peer_events.ts";
-import type { OutboxEntry, Store } from "../storage/store.ts";
+import type { BlobRecord, OutboxEntry, Store } from "../storage/store.ts";
 import { BlobSink } from "../storage/blob_sink.ts";
 import { discardSpooled } from "../storage/spool.ts";
 import { KEY_PREFIX } from "../wire/keys.ts";
@@ -34,6 +34,29 @@ function peerDir(key: string): string {
   return key.startsWith(KEY_PREFIX) ? key.slice(KEY_PREFIX.length) : key;
 }
 
+/**
+ * Bounds on unfinished incoming blobs (chunks received, blob not complete):
+ * a chunk that would pass one is refused (err blob_refused) and its blob's
+ * temp file removed; one untouched for `ttlMs` is dropped by
+ * {@link PeerBlobs.expireUnfinished}.
+ */
+export interface UnfinishedBlobLimits {
+  /** Per peer, bytes (default 512 MiB, at least the blob limit). */
+  perPeer?: number;
+  /** All peers together, bytes (default 2 GiB, at least the per-peer bound). */
+  total?: number;
+  /** Dropped after this long without a chunk, ms (default 1 h). */
+  ttlMs?: number;
+}
+
+/** Defaults of {@link UnfinishedBlobLimits}. */
+export const DEFAULT_UNFINISHED: Readonly<Required<UnfinishedBlobLimits>> =
+  Object.freeze({
+    perPeer: 512 * 1024 * 1024,
+    total: 2 * 1024 * 1024 * 1024,
+    ttlMs: 3_600_000,
+  });
+
 /** What {@link PeerBlobs} needs from its Peer. */
 export interface PeerBlobsOptions {
   /** Blob records are kept here. */
@@ -42,6 +65,8 @@ export interface PeerBlobsOptions {
   blobsDir: string;
   /** Largest blob accepted, in bytes. */
   maxBlobBytes: number;
+  /** Bytes of unfinished incoming blobs kept per peer, and in total. */
+  unfinished?: UnfinishedBlobLimits;
   /** Shows the transfer actors, when given. */
   inspect?: ActorInspection;
   /** The inspector parent of a peer's transfers (its connection). */
@@ -70,6 +95,15 @@ export class PeerBlobs {
   #maxBlob: number;
   #blobsDir: string;
   #sinks = new Map<string, Promise<BlobSink>>();
+  /** Bytes held by unfinished incoming blobs, by `${peer} ${ref}`. */
+  #unfinished:
+    | Promise<Map<string, { peer: string; bytes: number }>>
+    | undefined;
+  /** `#unfinished`, once loaded. */
+  #held: Map<string, { peer: string; bytes: number }> | undefined;
+  #perPeer: number;
+  #total: number;
+  #ttlMs: number;
   /** Transfer actors by `${peer} ${ref}`, one Map per direction. */
   #outBlobs = new Map<string, Promise<OutBlobActor>>();
   #inBlobs = new Map<string, Promise<InBlobActor>>();
@@ -84,6 +118,15 @@ export class PeerBlobs {
     this.#store = options.store;
     this.#maxBlob = options.maxBlobBytes;
     this.#blobsDir = options.blobsDir;
+    const u = options.unfinished ?? {};
+    this.#perPeer = Math.max(
+      u.perPeer ?? DEFAULT_UNFINISHED.perPeer,
+      this.#maxBlob,
+    );
+    this.#total = Math.max(u.total ?? DEFAULT_UNFINISHED.total, this.#perPeer);
+    this.#ttlMs = u.ttlMs ?? DEFAULT_UNFINISHED.ttlMs;
+    // Loaded ahead, so the first chunk does not wait for the scan.
+    this.#unfinishedBytes().catch(() => this.#unfinished = undefined);
     this.#inspect = options.inspect;
   }
 
@@ -350,36 +393,68 @@ export class PeerBlobs {
   }
 
   /**
-   * Writes a received chunk to its sink (synced) and persists the record;
+   * Writes received chunks to their sinks (one sync per sink for the whole
+   * batch) and resolves with each touched sink's record, to be committed
+   * with the chunks' seen markers (so the two never disagree after a kill);
    * a refusal is answered on `conn` with err blob_refused, once.
    */
-  async takeChunk(peer: string, conn: Connection, m: Chunk): Promise<void> {
-    const sink = await this.#sinkFor(peer, m.ref, m.th);
-    const result = await sink.write(m);
-    if (
-      result.kind === "error" &&
-      (result.code === "out_of_order" || result.code === "after_complete")
-    ) {
-      // The sink has it already: a replay of a chunk written before a crash
-      // (or a reconnect) but not committed as seen. A duplicate, not an error.
-      return;
+  async takeChunks(
+    peer: string,
+    conn: Connection,
+    chunks: Array<Chunk & { bytes?: Uint8Array }>,
+  ): Promise<BlobRecord[]> {
+    const records: BlobRecord[] = [];
+    // Sinks in order of first appearance, each with its chunks in order.
+    const bySink = new Map<string, Array<Chunk & { bytes?: Uint8Array }>>();
+    for (const m of chunks) {
+      const list = bySink.get(m.ref);
+      if (list) list.push(m);
+      else bySink.set(m.ref, [m]);
     }
-    await this.#store.putBlob(sink.record);
-    const event = sinkEvent(result);
-    const actor = this.#incomingBlob(peer, m.ref, sink);
-    if (event) void actor.then((a) => a.send(event), () => {});
-    if (result.kind === "refused") {
-      if (!result.repeat) {
-        conn.sendLine({
-          t: "err",
-          code: "blob_refused",
-          detail: result.detail,
-          ref: m.ref,
-        });
+    for (const [ref, list] of bySink) {
+      const id = `${peer} ${ref}`;
+      const sink = await this.#sinkFor(peer, ref, list[0].th);
+      const over = await this.#overBudget(peer, ref, decodedBytes(list), sink);
+      if (over !== undefined) {
+        await sink.discard();
+        records.push(sink.record);
+        this.#sinks.delete(id);
+        (this.#held ?? await this.#unfinishedBytes()).delete(id);
+        conn.sendLine({ t: "err", code: "blob_refused", detail: over, ref });
+        this.#localError(peer, "blob", over, ref);
+        continue;
       }
-    } else if (result.kind === "error") {
-      this.#localError(peer, "blob", result.detail, m.ref);
+      const results = await sink.writeMany(list);
+      const held = this.#held ?? await this.#unfinishedBytes();
+      if (sink.status === "active") held.set(id, { peer, bytes: sink.bytes });
+      else held.delete(id);
+      // A chunk the sink has already is a replay of one written before a
+      // crash (or a reconnect) but not committed as seen: not an error.
+      const taken = results.filter((r) =>
+        !(r.kind === "error" &&
+          (r.code === "out_of_order" || r.code === "after_complete"))
+      );
+      if (taken.length === 0) continue;
+      records.push(sink.record);
+      const actor = this.#incomingBlob(peer, ref, sink);
+      for (const result of taken) {
+        const event = sinkEvent(result);
+        if (event) void actor.then((a) => a.send(event), () => {});
+        if (result.kind === "refused") {
+          if (!result.repeat) {
+            conn.sendLine({
+              t: "err",
+              code: "blob_refused",
+              detail: result.detail,
+              ref: result.ref,
+            });
+          }
+        } else if (result.kind === "error") {
+          this.#localError(peer, "blob", result.detail, result.ref);
+        }
+      }
     }
+    return records;
   }
 
   /** Finishes the blob a msg names; `conn` (live) hears a refusal. */
@@ -463,4 +538,107 @@ export class PeerBlobs {
         };
     }
   }
+
+  /** The unfinished incoming blobs' bytes, loaded from the store once. */
+  #unfinishedBytes(): Promise<Map<string, { peer: string; bytes: number }>> {
+    this.#unfinished ??= this.#store.blobs().then((records) => {
+      if (this.#held) return this.#held;
+      const held = new Map<string, { peer: string; bytes: number }>();
+      for (const r of records) {
+        if (r.dir === "in" && r.status === "active") {
+          held.set(`${r.peer} ${r.ref}`, { peer: r.peer, bytes: r.bytes });
+        }
+      }
+      return this.#held = held;
+    });
+    return this.#unfinished;
+  }
+
+  /** Why `adding` more bytes of blob `ref` may not be written, or undefined. */
+  async #overBudget(
+    peer: string,
+    ref: string,
+    adding: number,
+    sink: BlobSink,
+  ): Promise<string | undefined> {
+    if (sink.status !== "active") return;
+    // Synchronous once loaded: this runs for every batch of chunks.
+    const held = this.#held ?? await this.#unfinishedBytes();
+    let mine = 0;
+    let all = 0;
+    for (const [id, h] of held) {
+      if (id === `${peer} ${ref}`) continue; // counted as sink.bytes
+      all += h.bytes;
+      if (h.peer === peer) mine += h.bytes;
+    }
+    mine += sink.bytes + adding;
+    all += sink.bytes + adding;
+    if (mine > this.#perPeer) {
+      return `blob ${ref} refused: unfinished blobs from this peer would pass ${this.#perPeer} bytes`;
+    }
+    if (all > this.#total) {
+      return `blob ${ref} refused: unfinished blobs would pass ${this.#total} bytes in total`;
+    }
+    return undefined;
+  }
+
+  /**
+   * Why `adding` more bytes of outgoing blobs to `peer` (a served result)
+   * may not be spooled: its unacked outgoing blobs would pass the per-peer
+   * or the total bound (the same as for unfinished incoming ones). Else
+   * undefined.
+   */
+  async outgoingOver(
+    peer: string,
+    adding: number,
+  ): Promise<string | undefined> {
+    let mine = adding;
+    let all = adding;
+    for (const b of await this.#store.blobs()) {
+      if (b.dir !== "out" || b.status !== "active") continue;
+      all += b.size;
+      if (b.peer === peer) mine += b.size;
+    }
+    if (mine > this.#perPeer) {
+      return `unacked blobs to this peer would pass ${this.#perPeer} bytes`;
+    }
+    if (all > this.#total) {
+      return `unacked blobs would pass ${this.#total} bytes in total`;
+    }
+    return undefined;
+  }
+
+  /**
+   * Drops the unfinished incoming blobs that got no chunk for the TTL:
+   * their temp files are removed and their records marked failed. Resolves
+   * with how many went.
+   */
+  async expireUnfinished(now = Date.now()): Promise<number> {
+    const cutoff = now - this.#ttlMs;
+    let count = 0;
+    for (const r of await this.#store.blobs()) {
+      if (r.dir !== "in" || r.status !== "active" || r.updated >= cutoff) {
+        continue;
+      }
+      try {
+        const sink = await this.#sinkFor(r.peer, r.ref, r.th);
+        await sink.discard();
+        await this.#store.putBlob(sink.record);
+      } catch { /* its file is gone already */ }
+      this.#sinks.delete(`${r.peer} ${r.ref}`);
+      (await this.#unfinishedBytes()).delete(`${r.peer} ${r.ref}`);
+      count++;
+    }
+    return count;
+  }
+}
+
+/** The decoded size of chunks (their bytes, or at most 3/4 of their base64). */
+function decodedBytes(chunks: Array<Chunk & { bytes?: Uint8Array }>): number {
+  let n = 0;
+  for (const m of chunks) {
+    n += m.bytes?.byteLength ??
+      (typeof m.data === "string" ? Math.floor(m.data.length * 3 / 4) : 0);
+  }
+  return n;
 }

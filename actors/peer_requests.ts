@@ -42,6 +42,10 @@ export interface RequestServerOptions {
   serve?: Iterable<string>;
   /** The served root (`--root`; default the working directory). */
   root?: string;
+  /** Directories never served, whatever the root (the awp home). */
+  protect?: readonly string[];
+  /** Environment variables exec passes on beyond the minimal set. */
+  execEnvPass?: readonly string[];
   /** Where exec output and read ranges are written before they go as blobs. */
   spoolDir: string;
   /** Exec timeout override in ms (tests). */
@@ -172,6 +176,8 @@ export class RequestServer {
         caps: new Set([request.cap]),
         serve: this.#serve,
         root: this.#root,
+        ...(this.#o.protect ? { protect: this.#o.protect } : {}),
+        ...(this.#o.execEnvPass ? { execEnvPass: this.#o.execEnvPass } : {}),
         peer,
         spoolDir: this.#o.spoolDir,
         execTimeoutMs: this.#o.execTimeoutMs,

@@ -166,6 +166,10 @@ export interface ProfileContext {
   serve: ReadonlySet<string>;
   /** The served root (`--root`). */
   root: string;
+  /** Directories never served, whatever the root (the awp home). */
+  protect?: readonly string[];
+  /** Environment variables exec passes on beyond the minimal set. */
+  execEnvPass?: readonly string[];
   /** The requester's key, for the log. */
   peer?: string;
   /** Where output/range files go (a temp dir if unset). */
@@ -264,6 +268,7 @@ export async function serveRequest(
         const o = await runExec(request.data, {
           root: context.root,
           spoolDir: context.spoolDir,
+          envPass: context.execEnvPass,
           timeoutMs: context.execTimeoutMs,
           signal: context.signal,
         });
@@ -274,13 +279,16 @@ export async function serveRequest(
       case "fs:read": {
         const o = await fsRead(context.root, request.data, {
           spoolDir: context.spoolDir,
+          protect: context.protect,
         });
         ({ summary, attachments } = o);
         data = o.result;
         break;
       }
       case "fs:write": {
-        const o = await fsWrite(context.root, request.data);
+        const o = await fsWrite(context.root, request.data, {
+          protect: context.protect,
+        });
         ({ summary, attachments } = o);
         data = o.result;
         break;

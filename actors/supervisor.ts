@@ -32,6 +32,7 @@
  * @module
  */
 
+import type { ConnectionLimits } from "./connection_gate.ts";
 import {
   type Actor,
   type AnyActorRef,
@@ -54,6 +55,7 @@ import type {
   OutboxDraft,
   OutboxEntry,
   PeerRecord,
+  ReceiveExtras,
   Store,
 } from "../storage/store.ts";
 import { canonicalJson } from "../wire/canonical_json.ts";
@@ -175,6 +177,8 @@ export interface SupervisorOptions {
   dialer?: { timing?: Partial<DialerTiming>; random?: () => number };
   /** Allow plaintext TCP with public addresses (see actors/transport.ts). */
   allowPublic?: boolean;
+  /** Bounds on accepted connections, per listener (connection_gate.ts). */
+  limits?: ConnectionLimits;
   /** Return (or resolve with) a refusal detail to refuse a peer after its auth. */
   admit?(
     remote: RemoteHello,
@@ -193,14 +197,19 @@ export interface SupervisorOptions {
   retentionMs?: number;
   /** Everything the supervisor reports. */
   onEvent?(event: SupervisorEvent): void;
-  /** Every line in and out, for a log or an inspector. */
-  onLine?(peer: string | undefined, dir: "in" | "out", raw: string): void;
+  /** Every line in and out (parsed, when it parsed), for a log or an inspector. */
+  onLine?(
+    peer: string | undefined,
+    dir: "in" | "out",
+    raw: string,
+    message?: Record<string, unknown>,
+  ): void;
   /** Awaited before received content lines commit (see ConnectionOptions). */
   beforeCommit?(
     peer: string,
     conn: Connection,
     lines: ReceivedLine[],
-  ): Promise<void>;
+  ): Promise<ReceiveExtras | void>;
   /**
    * The fresh content lines just committed (each with its log `seq`),
    * called synchronously before any of them is routed.
@@ -489,7 +498,7 @@ export class Supervisor {
     const listener = await listen(
       address,
       (t) => this.#adopt(t, false),
-      { allowPublic: this.#o.allowPublic },
+      { allowPublic: this.#o.allowPublic, limits: this.#o.limits },
     );
     this.#listeners.add(listener);
     this.#o.addr ??= listener.addr;
@@ -913,7 +922,8 @@ export class Supervisor {
       },
       onControl: (c, line) => this.#route(c, line.message, line.raw),
       onLine: this.#o.onLine
-        ? (c, dir, raw) => this.#o.onLine!(c.remote?.key, dir, raw)
+        ? (c, dir, raw, message) =>
+          this.#o.onLine!(c.remote?.key, dir, raw, message)
         : undefined,
       onClosed: (c, reason) => this.#closed(c, reason, transport.remoteAddr),
     });
@@ -1007,23 +1017,30 @@ export class Supervisor {
       dialer.learn(remote.addr);
     }
     dialer?.connected();
-    void this.#rememberPeer(remote, conn.dialed);
+    // The address we dialed stays first: Peer.connect's own record of it
+    // may be overwritten by this one, which read the record before.
+    void this.#rememberPeer(
+      remote,
+      conn.dialed,
+      conn.dialed ? remoteAddr : undefined,
+    );
   }
 
-  async #rememberPeer(remote: RemoteHello, dialed: boolean): Promise<void> {
-    try {
-      const store = this.#o.store;
-      const known = await store.peer(remote.key);
-      const now = Date.now();
+  async #rememberPeer(
+    remote: RemoteHello,
+    dialed: boolean,
+    dialedAddr?: string,
+  ): Promise<void> {
+    const dialerAddrs = this.#dialers.get(remote.key)?.addresses ?? [];
+    const merged = (known: PeerRecord | undefined, now: number): PeerRecord => {
       const addresses = [...(known?.addresses ?? [])];
-      const dialerAddrs = this.#dialers.get(remote.key)?.addresses ?? [];
-      for (const a of [...dialerAddrs, remote.addr].reverse()) {
+      for (const a of [dialedAddr, ...dialerAddrs, remote.addr].reverse()) {
         if (!a) continue;
         const i = addresses.indexOf(a);
         if (i >= 0) addresses.splice(i, 1);
         addresses.unshift(a);
       }
-      const record: PeerRecord = {
+      return {
         ...known,
         key: remote.key,
         name: remote.name ?? known?.name,
@@ -1034,14 +1051,20 @@ export class Supervisor {
         firstSeen: known?.firstSeen ?? now,
         lastSeen: now,
       };
+    };
+    try {
+      const store = this.#o.store;
+      const known = await store.peer(remote.key);
+      const now = Date.now();
       // A peer that reconnects often (a restarting agent, a bench) would
       // cost a commit per handshake: skip it when only lastSeen moved, by
       // less than LAST_SEEN_PRECISION_MS.
       if (
         known && now - (known.lastSeen ?? 0) < LAST_SEEN_PRECISION_MS &&
-        samePeerRecord(known, record)
+        samePeerRecord(known, merged(known, now))
       ) return;
-      await store.putPeer(record);
+      // Read and written in one step (Peer.connect records the same peer).
+      await store.updatePeer(remote.key, (k) => merged(k, Date.now()));
     } catch { /* bookkeeping only */ }
   }
 

@@ -20,6 +20,8 @@ import {
   isPrivateHost,
   parseAddress,
 } from "../wire/address.ts";
+import { ConnectionGate, type ConnectionLimits } from "./connection_gate.ts";
+import { softFdLimit } from "./fd_limit.ts";
 
 /** A connected byte stream carrying encoded frames. */
 export interface Transport {
@@ -36,6 +38,11 @@ export interface Transport {
     onData(chunk: Uint8Array): void | Promise<void>;
     onEnd(error?: Error): void;
   }): void;
+  /**
+   * The remote passed auth: it no longer counts as unauthenticated against
+   * the listener's bounds (accepted transports only).
+   */
+  authenticated?(): void;
   /**
    * Queues one encoded frame (ends in "\n"); frames queued while a write is
    * in flight are batched into one larger write. Resolves when written.
@@ -72,7 +79,13 @@ export interface DialOptions {
 export interface ListenOptions {
   /** Accept plaintext TCP from public addresses (else env AWP_ALLOW_PLAINTEXT=1). */
   allowPublic?: boolean;
+  /** Bounds on open and unauthenticated connections (see connection_gate.ts). */
+  limits?: ConnectionLimits;
 }
+
+/** First pause after a failed accept (EMFILE, ENFILE...), doubled up to the cap. */
+const ACCEPT_BACKOFF_MS = 10;
+const ACCEPT_BACKOFF_CAP_MS = 1_000;
 
 /** A dial or listen failure, with a one-line message naming the address. */
 export class TransportError extends Error {
@@ -398,23 +411,38 @@ export async function listen(
   }
   const addr = addrText(inner.addr);
   let closed = false;
+  const gate = new ConnectionGate(options.limits, softFdLimit());
   const done = (async () => {
-    try {
-      for await (const conn of inner) {
-        const remote = conn.remoteAddr;
-        if (
-          !allowPublic && remote.transport === "tcp" &&
-          !isPrivateHost(remote.hostname)
-        ) {
-          conn.close();
-          continue;
-        }
-        try {
-          onTransport(new ConnTransport(conn));
-        } catch { /* a throwing owner must not stop accepting */ }
+    let backoff = ACCEPT_BACKOFF_MS;
+    while (!closed) {
+      let conn: Deno.Conn;
+      try {
+        conn = await inner.accept();
+      } catch {
+        if (closed) break; // accept fails once the listener is closed
+        // Out of file descriptors (EMFILE/ENFILE) or a connection reset
+        // before we took it: pause briefly and keep accepting, for good.
+        await new Promise((r) => setTimeout(r, backoff));
+        backoff = Math.min(backoff * 2, ACCEPT_BACKOFF_CAP_MS);
+        continue;
       }
-    } catch {
-      // accept fails once the listener is closed
+      backoff = ACCEPT_BACKOFF_MS;
+      const remote = conn.remoteAddr;
+      if (
+        !allowPublic && remote.transport === "tcp" &&
+        !isPrivateHost(remote.hostname)
+      ) {
+        conn.close();
+        continue;
+      }
+      const ticket = gate.admit(addrText(remote));
+      if (ticket === undefined) {
+        conn.close(); // over a bound: the descriptor comes back at once
+        continue;
+      }
+      try {
+        onTransport(gate.wrap(new ConnTransport(conn), ticket));
+      } catch { /* a throwing owner must not stop accepting */ }
     }
   })();
   return {

@@ -54,8 +54,18 @@ export interface BenchOptions {
 /** The repository root (bench/..). */
 export const ROOT: string = fileURLToPath(new URL("..", import.meta.url));
 
-/** Deno flags every child gets. */
-const DENO_RUN = ["run", "-A", "--unstable-kv"];
+/**
+ * Deno flags every child gets; `AWP_BENCH_DENO_FLAGS` adds more (space
+ * separated), e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile peers.
+ */
+const DENO_RUN = [
+  "run",
+  "-A",
+  "--unstable-kv",
+  ...(Deno.env.get("AWP_BENCH_DENO_FLAGS") ?? "").split(" ").filter((f) =>
+    f !== ""
+  ),
+];
 
 /** Starts `cmd` with the soft fd limit raised to the hard one. */
 function withFdLimit(cmd: string, args: string[]): [string, string[]] {

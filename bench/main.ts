@@ -7,7 +7,8 @@
  * bench/results.json. `--quick` runs each workload once with small counts
  * (a smoke test) and leaves out the micro-benchmarks unless named in
  * `--only`. Workloads: throughput_tcp, throughput_unix, latency, blob,
- * blob_memory, handshake, resume, reconnect, idle, cli, inspect, micro.
+ * blob_memory, blob_interleave, handshake, resume, reconnect, idle, cli,
+ * inspect, micro.
  *
  * @example
  * ```sh
@@ -27,7 +28,11 @@ import { machineInfo } from "./machine_info.ts";
 import { summarize, type Summary } from "./stats.ts";
 import { throughputWorkload } from "./workloads/throughput.ts";
 import { latencyWorkload } from "./workloads/latency.ts";
-import { blobMemoryWorkload, blobWorkload } from "./workloads/blob.ts";
+import {
+  blobInterleaveWorkload,
+  blobMemoryWorkload,
+  blobWorkload,
+} from "./workloads/blob.ts";
 import { handshakeWorkload } from "./workloads/handshake.ts";
 import { resumeWorkload } from "./workloads/resume_replay.ts";
 import { reconnectWorkload } from "./workloads/reconnect.ts";
@@ -43,6 +48,7 @@ export const WORKLOADS: readonly Workload[] = [
   latencyWorkload,
   blobWorkload,
   blobMemoryWorkload,
+  blobInterleaveWorkload,
   handshakeWorkload,
   resumeWorkload,
   reconnectWorkload,

@@ -7,6 +7,8 @@
  * @module
  */
 
+import { applyBounds, type BoundValues } from "./bound_flags.ts";
+import { raiseFdLimit } from "../actors/fd_limit.ts";
 import { Peer, type PeerOptions } from "../actors/peer.ts";
 import type { PeerEvent, ProgressEvent } from "../actors/peer_events.ts";
 import { ENDING_STATES } from "../actors/thread_machine.ts";
@@ -72,6 +74,10 @@ export interface DaemonOptions {
   serve?: string[];
   /** Directory fs requests are confined to and exec runs in (`--root`). */
   root?: string;
+  /** Environment variable names exec passes on (`--exec-env-pass`). */
+  execEnvPass?: string[];
+  /** Bounds on what remotes can make us hold (`--max-connections` ...). */
+  bounds?: BoundValues;
   /** Publish signed presence (`--presence`; else AWP_PRESENCE, else config.json). */
   presence?: boolean;
   /** False: do not forward other agents' presence (`--no-relay`). */
@@ -268,6 +274,8 @@ class Daemon {
 
   async #runLocked(): Promise<number> {
     let listen: string[] | undefined;
+    // Many peers need many descriptors; an fd shortage is survived anyway.
+    raiseFdLimit();
     try {
       // Flags win, then the environment, then config.json, then what
       // earlier flags remembered (name, about, listen).
@@ -289,9 +297,11 @@ class Daemon {
         ...(o.allow?.length ? { allow: o.allow } : {}),
         ...(serve.length ? { serve } : {}),
         ...(root ? { root } : {}),
+        ...(o.execEnvPass ? { execEnvPass: o.execEnvPass } : {}),
         ...(this.#presence ? { presence: true } : {}),
         ...(this.#relay ? {} : { relayPresence: false }),
       };
+      applyBounds(peerOpts, o.bounds);
       let config: Config = {};
       let marker: string | undefined;
       {

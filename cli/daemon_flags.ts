@@ -6,6 +6,12 @@
  * @module
  */
 
+import {
+  BOUND_FLAG_SPECS,
+  boundFlagArgv,
+  type BoundValues,
+  parseBoundFlags,
+} from "./bound_flags.ts";
 import { type Args, type FlagSpec, UsageError } from "./args.ts";
 import { isKey } from "../wire/keys.ts";
 import { addressArg } from "./address_arg.ts";
@@ -32,6 +38,8 @@ export const DAEMON_FLAGS: readonly FlagSpec[] = [
   { name: "allow", type: "list" },
   { name: "serve", type: "string" },
   { name: "root", type: "string" },
+  { name: "exec-env-pass", type: "string" },
+  ...BOUND_FLAG_SPECS,
   { name: "presence", type: "boolean" },
   { name: "no-relay", type: "boolean" },
   { name: "store", type: "string" },
@@ -58,6 +66,13 @@ export const DAEMON_CONFIG_HELP = [
   "                   (https://...; the token is DENO_KV_ACCESS_TOKEN); spool and",
   "                   received blobs stay in the home",
   "--trust/--allow    ed25519 keys; --accept any|allowlist; --serve exec,fs:read,fs:write",
+  "--root DIR         what fs requests are confined to (required for fs:*; the home",
+  "                   is never served); exec gets PATH, HOME, LANG, TERM only, plus",
+  "                   --exec-env-pass NAME,... (exec is not a sandbox)",
+  'bounds (README "Limits"): --max-connections N, --max-unauthenticated N,',
+  "  --max-unauthenticated-per-host N, --handshake-timeout S, --max-log-bytes B,",
+  "  --max-unfinished-blob-bytes B, --max-unfinished-blob-total B,",
+  "  --unfinished-blob-ttl S",
   "--web[=HOST:PORT]  serve the dashboard (default 127.0.0.1:7788); --web-write lets",
   "                   the page send, set states and grant",
   "",
@@ -86,6 +101,10 @@ export interface DaemonFlagValues {
   serve: string[];
   /** Absolute. */
   root?: string;
+  /** Environment variable names exec passes on (`--exec-env-pass`). */
+  execEnvPass?: string[];
+  /** Bounds on what remotes can make us hold (`--max-connections` ...). */
+  bounds?: BoundValues;
   presence: boolean;
   /** False under `--no-relay`. */
   relay?: false;
@@ -188,6 +207,16 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
   if (store !== undefined) checkStoreUrl(store);
   const root = args.string("root");
   if (root === "") throw new UsageError("--root needs a directory");
+  const bounds = parseBoundFlags(args);
+  const envPass = (args.string("exec-env-pass") ?? "").split(",")
+    .map((n) => n.trim()).filter(Boolean);
+  for (const name of envPass) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
+      throw new UsageError(
+        `bad --exec-env-pass "${name}": give variable names, comma-separated`,
+      );
+    }
+  }
   return {
     ...(args.string("name") !== undefined ? { name: args.string("name") } : {}),
     ...(args.string("about") !== undefined
@@ -203,6 +232,8 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
     allow: keys("allow", args.list("allow")),
     serve: parseServeList(args.string("serve") ?? ""),
     ...(root ? { root: absolute(root) } : {}),
+    ...(envPass.length ? { execEnvPass: envPass } : {}),
+    ...(Object.keys(bounds).length ? { bounds } : {}),
     presence: args.bool("presence"),
     ...(args.bool("no-relay") ? { relay: false as const } : {}),
     ...(store ? { store } : {}),
@@ -238,6 +269,10 @@ export function daemonFlagArgv(v: DaemonFlagValues): string[] {
   for (const k of v.allow) out.push("--allow", k);
   if (v.serve.length) out.push("--serve", v.serve.join(","));
   if (v.root) out.push("--root", v.root);
+  if (v.execEnvPass?.length) {
+    out.push("--exec-env-pass", v.execEnvPass.join(","));
+  }
+  out.push(...boundFlagArgv(v.bounds));
   if (v.presence) out.push("--presence");
   if (v.relay === false) out.push("--no-relay");
   if (v.store) out.push("--store", v.store);

@@ -10,6 +10,7 @@
  * @module
  */
 
+import { raiseFdLimit } from "../actors/fd_limit.ts";
 import type { Peer } from "../actors/peer.ts";
 import type { PeerEvent } from "../actors/peer_events.ts";
 import { StoreUnavailableError } from "../storage/open_store.ts";
@@ -39,12 +40,15 @@ const LINE_RECV_SKIP: ReadonlySet<string> = new Set([
 ]);
 
 export const DRIVER_USAGE =
-  `usage: awp driver --state DIR [--name N] [--ping-interval S] [--max-blob B] [--trust KEY] [--about T] [--store URL] [-v] listen ADDR | connect ADDR
+  `usage: awp driver --state DIR [--name N] [--ping-interval S] [--max-blob B] [--trust KEY] [--about T] [--store URL] [--after SEQ] [-v] listen ADDR | connect ADDR
 
 A peer driven over stdin/stdout, one JSON object per line each way.
 commands: send {th,text,subject?,re?,parts?}, state {th,state,note?}, blob {th,path,text?},
           grant {sub,caps,ttl}, bye {reason?}, quit, memory; any may add "peer":"ed25519:..."
 events:   identity, listening, connected, recv, sent, acked, blob, disconnected, error, memory
+recv of a msg or state carries "seq"; after a restart (even kill -9) the driver
+first repeats every msg/state after the last seq it wrote out (at least once:
+dedup by seq), or after --after SEQ, the last one the application handled.
 --store URL keeps the state in a remote Deno KV through KV Connect (https://...,
 token in DENO_KV_ACCESS_TOKEN); spool and blobs stay in --state DIR.`;
 
@@ -57,7 +61,13 @@ const FLAGS: FlagSpec[] = [
   { name: "about", type: "string" },
   { name: "verbose", short: "v", type: "boolean" },
   { name: "store", type: "string" },
+  { name: "after", type: "string" },
 ];
+
+/** Store meta: the seq of the last recv event written to stdout. */
+const CURSOR_META = "driver_cursor";
+/** How soon after a recv the cursor is saved (one write per burst). */
+const CURSOR_SAVE_MS = 50;
 
 /** One command read from stdin. */
 export interface DriverCommand {
@@ -139,9 +149,14 @@ export async function driverMain(args: string[]): Promise<number> {
   }
   let pingS: number | undefined;
   let maxBlob: number | undefined;
+  let after: number | undefined;
   try {
     pingS = positiveNumber(parsed.string("ping-interval"), "--ping-interval");
     maxBlob = positiveNumber(parsed.string("max-blob"), "--max-blob");
+    after = positiveNumber(parsed.string("after"), "--after");
+    if (after !== undefined && !Number.isSafeInteger(after)) {
+      throw new UsageError(`bad --after "${after}": give a seq (an integer)`);
+    }
   } catch (error) {
     writeLine(Deno.stderr, `awp: ${oneLine(error)}`);
     return 2;
@@ -155,6 +170,7 @@ export async function driverMain(args: string[]): Promise<number> {
     verbose: parsed.bool("verbose"),
     trust: parsed.list("trust"),
     store: parsed.string("store"),
+    ...(after !== undefined ? { after } : {}),
   });
   const [mode, addr] = parsed.positionals as ["listen" | "connect", string];
   return await driver.run(mode, addr);
@@ -169,18 +185,28 @@ interface DriverOptions {
   verbose: boolean;
   trust: string[];
   store?: string;
+  /** Replay msg/state events after this seq (default: the saved cursor). */
+  after?: number;
 }
 
 class Driver {
   readonly #o: DriverOptions;
   #peer!: Peer;
-  /** The last peer that connected: the default target. */
-  #current: string | undefined;
-  /** Commands given before any peer connected. */
+  /** Peers connected now. */
+  #connected = new Set<string>();
+  /** The peers each thread is with (normally one), as seen here. */
+  #threadPeers = new Map<string, Set<string>>();
+  /** The stored threads, loaded into `#threadPeers` once, on first need. */
+  #threadsLoaded: Promise<void> | undefined;
+  /** Commands that name no peer, given while none could be chosen. */
   #pending: DriverCommand[] = [];
   /** Commands run one at a time, in order. */
   #chain: Promise<void> = Promise.resolve();
   #done!: (code: number) => void;
+  /** The seq of the last msg/state recv written out; saved lazily. */
+  #cursor = 0;
+  #savedCursor = 0;
+  #cursorTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(options: DriverOptions) {
     this.#o = options;
@@ -198,6 +224,7 @@ class Driver {
   }
 
   async run(mode: "listen" | "connect", addr: string): Promise<number> {
+    raiseFdLimit(); // an fd shortage is survived, but better avoided
     try {
       this.#peer = await openPeer({
         home: this.#o.home,
@@ -225,12 +252,20 @@ class Driver {
       return 1;
     }
     const finished = new Promise<number>((r) => this.#done = r);
+    // Where the last run stopped writing recv events: every msg and state
+    // after it is written again (a kill may have come between the ack and
+    // the event).
+    this.#cursor = this.#o.after ??
+      await this.#peer.store.getMeta<number>(CURSOR_META).catch(() =>
+        undefined
+      ) ?? 0;
+    this.#savedCursor = this.#cursor;
     this.#emit({
       event: "identity",
       key: this.#peer.key,
       name: this.#o.name ?? null,
     });
-    const pump = this.#pump();
+    const pump = this.#pump(this.#cursor);
     const onSignal = () => this.#done(0);
     Deno.addSignalListener("SIGINT", onSignal);
     Deno.addSignalListener("SIGTERM", onSignal);
@@ -260,6 +295,7 @@ class Driver {
     const code = await finished;
     Deno.removeSignalListener("SIGINT", onSignal);
     Deno.removeSignalListener("SIGTERM", onSignal);
+    await this.#saveCursor();
     await this.#peer.close().catch(() => {});
     await pump;
     return code;
@@ -305,7 +341,8 @@ class Driver {
     }
     if (cmd.cmd === "quit") {
       // At once, without a bye: everything queued is already durable.
-      Deno.exit(0);
+      void this.#saveCursor().finally(() => Deno.exit(0));
+      return;
     }
     if (cmd.cmd === "memory") {
       // For benchmarks: memory after a full GC when run with
@@ -318,11 +355,42 @@ class Driver {
       this.#error(`unknown command "${cmd.cmd}"`);
       return;
     }
-    if (cmd.peer === undefined && this.#current === undefined) {
-      this.#pending.push(cmd);
-      return;
-    }
     this.#enqueue(cmd);
+  }
+
+  #noteThread(th: string, peer: string): void {
+    let peers = this.#threadPeers.get(th);
+    if (!peers) this.#threadPeers.set(th, peers = new Set());
+    peers.add(peer);
+  }
+
+  /**
+   * Whom a command goes to: its `peer`; else the peer of its thread (`th`,
+   * or `re`'s thread is the same `th`); else the one connected peer.
+   * Never "whoever connected last": a stranger must not get the app's
+   * next line. Undefined: no peer yet, wait for one to connect.
+   */
+  async #target(cmd: DriverCommand): Promise<string | undefined> {
+    if (typeof cmd.peer === "string") return cmd.peer;
+    const th = typeof cmd.th === "string" ? cmd.th : undefined;
+    if (th !== undefined) {
+      this.#threadsLoaded ??= this.#peer.threads().then((list) => {
+        for (const t of list) this.#noteThread(t.th, t.peer);
+      }, () => {});
+      await this.#threadsLoaded;
+      const peers = this.#threadPeers.get(th);
+      if (peers?.size === 1) return [...peers][0];
+      if (peers && peers.size > 1) {
+        throw new Error(
+          `thread ${th} is with ${peers.size} peers: add "peer" to the command`,
+        );
+      }
+    }
+    if (this.#connected.size === 1) return [...this.#connected][0];
+    if (this.#connected.size === 0) return undefined;
+    throw new Error(
+      `${this.#connected.size} peers are connected and the command names no known thread: add "peer"`,
+    );
   }
 
   #enqueue(cmd: DriverCommand): void {
@@ -337,7 +405,11 @@ class Driver {
   }
 
   async #execute(cmd: DriverCommand): Promise<void> {
-    const to = typeof cmd.peer === "string" ? cmd.peer : this.#current!;
+    const to = await this.#target(cmd);
+    if (to === undefined) {
+      this.#pending.push(cmd); // sent once a peer connects
+      return;
+    }
     const str = (name: string): string | undefined =>
       typeof cmd[name] === "string" ? cmd[name] as string : undefined;
     switch (cmd.cmd) {
@@ -354,9 +426,10 @@ class Driver {
             ...(str("subject") ? { subject: str("subject") } : {}),
             ...(str("re") ? { re: str("re") } : {}),
             ...(parts ? { parts } : {}),
-          }).then((sent) =>
-            this.#emit({ event: "sent", id: sent.id, t: "msg", th: sent.th })
-          ),
+          }).then((sent) => {
+            this.#noteThread(sent.th, to);
+            this.#emit({ event: "sent", id: sent.id, t: "msg", th: sent.th });
+          }),
         );
         return;
       }
@@ -379,6 +452,7 @@ class Driver {
           ...(str("th") ? { thread: str("th") } : {}),
           files: [path],
         });
+        this.#noteThread(sent.th, to);
         this.#emit({ event: "sent", id: sent.id, t: "msg", th: sent.th });
         return;
       }
@@ -398,8 +472,31 @@ class Driver {
     }
   }
 
-  async #pump(): Promise<void> {
-    for await (const ev of this.#peer.events()) {
+  /** Notes that the recv of `seq` is written out; saves it soon. */
+  #wrote(seq: number): void {
+    if (seq <= this.#cursor) return;
+    this.#cursor = seq;
+    this.#cursorTimer ??= setTimeout(() => {
+      this.#cursorTimer = undefined;
+      void this.#saveCursor();
+    }, CURSOR_SAVE_MS);
+  }
+
+  async #saveCursor(): Promise<void> {
+    if (this.#cursorTimer !== undefined) {
+      clearTimeout(this.#cursorTimer);
+      this.#cursorTimer = undefined;
+    }
+    const seq = this.#cursor;
+    if (seq <= this.#savedCursor) return;
+    try {
+      await this.#peer.store.setMeta(CURSOR_META, seq);
+      this.#savedCursor = Math.max(this.#savedCursor, seq);
+    } catch { /* closed: the next run repeats a few events */ }
+  }
+
+  async #pump(after: number): Promise<void> {
+    for await (const ev of this.#peer.events({ after })) {
       try {
         await this.#onEvent(ev);
       } catch (error) {
@@ -429,7 +526,7 @@ class Driver {
   async #onEvent(ev: PeerEvent): Promise<void> {
     switch (ev.type) {
       case "connected": {
-        this.#current = ev.peer;
+        this.#connected.add(ev.peer);
         this.#emit({
           event: "connected",
           key: ev.peer,
@@ -441,13 +538,22 @@ class Driver {
         return;
       }
       case "disconnected":
+        this.#connected.delete(ev.peer);
         this.#emit({ event: "disconnected", reason: ev.reason, key: ev.peer });
         return;
       case "message":
-        this.#emit({ event: "recv", msg: ev.message });
+        this.#noteThread(ev.message.th, ev.peer);
+        this.#emit({ event: "recv", msg: ev.message, seq: ev.seq });
+        this.#wrote(ev.seq);
         return;
       case "state":
-        this.#emit({ event: "recv", msg: await this.#stateLine(ev) });
+        this.#noteThread(ev.th, ev.peer);
+        this.#emit({
+          event: "recv",
+          msg: await this.#stateLine(ev),
+          seq: ev.seq,
+        });
+        this.#wrote(ev.seq);
         return;
       case "line":
         // msg and state are reported once durable (above); acks have their

@@ -128,6 +128,8 @@ async function daemonCommand(argv: string[], out: Output): Promise<number> {
     ...(v.store ? { store: v.store } : {}),
     ...(v.accept ? { accept: v.accept } : {}),
     ...(v.root ? { root: v.root } : {}),
+    ...(v.execEnvPass ? { execEnvPass: v.execEnvPass } : {}),
+    ...(v.bounds ? { bounds: v.bounds } : {}),
     ...(v.web !== undefined ? { web: v.web } : {}),
     ...(v.webWrite ? { webWrite: true } : {}),
     announce: !v.log,

@@ -26,13 +26,8 @@
  * | `["seq", "log"]` | highest log seq committed |
  * | `["identity"]` | 32-byte seed |
  * | `["ob", pk, id]` | outbox entry record (without `peer`) |
- * | `["obt", pk, tk, id]` | `{ t, q, n }` thread index of the outbox (threaded only) |
- * | `["obc", pk, tk, id]` | `{ t, q, n }` threaded entries other than msg/state (chunks, introductions), dropped by a later ack in the thread |
- * | `["obq", queuedAt, pk, id]` | `{ tk, n }` retention index of the outbox |
- * | `["obx", pk, id]` | `{ tk, q, n }` never-acked grant and introduce entries |
- * | `["rx", pk, tk, ik]` | receive time: dedup of received content lines |
- * | `["rxq", at, pk, tk, ik]` | the id: retention index of `rx` |
- * | `["seen", pk, tk]` | `{ th?, id?, floor? }` last received id; dedup watermark |
+ * | `["rx", pk, tk, ik]` | receive time (`{ at, id }` when `ik` is hashed): dedup of received content lines |
+ * | `["seen", pk, tk]` | `{ th?, id?, floor?, max? }` last received id; dedup floor; highest id (above it, no `rx` read) |
  * | `["thr", pk, tk]` | {@link ThreadRecord} |
  * | `["log", seq]` | {@link LogEntry} |
  * | `["logp", pk, seq]`, `["logt", pk, tk, seq]` | `1`: log indexes by peer, thread |
@@ -42,6 +37,12 @@
  * | `["blob", pk, dir, ref]` | {@link BlobRecord} |
  * | `["meta", name]` | any JSON value |
  * | `["pend", ...key]` | parts count of a split record not yet complete |
+ *
+ * The outbox has no index rows: an {@link OutboxIndex} in memory (thread,
+ * type, queue time and parts of each entry) is rebuilt from the `ob` records
+ * on open, so an enqueue costs one row and an ack one delete, with no reads.
+ * Stores written before this layout have `obt`, `obc`, `obq`, `obx` and
+ * `rxq` index rows; open deletes them.
  *
  * ## Bounded indexes
  *
@@ -57,7 +58,9 @@
  * record, and that goes too once the thread ended (either side done, failed
  * or closed) and did not change since `olderThan`.
  *
- * The traffic log keeps at most `maxLogEntries` (default 100,000): every
+ * The traffic log keeps at most `maxLogEntries` (default 100,000) and
+ * `maxLogBytes` of line text (default 256 MiB; over it, the oldest go until
+ * 90% is left; the running total is kept under `["seq", "logbytes"]`): every
  * `min(1000, maxLogEntries / 10)` appends a trim deletes the oldest entries
  * with their parts and `logp`/`logt` keys, so it never holds more than the
  * bound plus one trim interval. `expireOutbox` also trims log entries older
@@ -70,6 +73,7 @@ import { createHash } from "node:crypto";
 import { IdGenerator } from "../wire/id.ts";
 import { timestamp } from "../wire/time.ts";
 import { CONTENT_TYPES } from "../wire/types.ts";
+import { OutboxIndex, type OutboxMeta } from "./outbox_index.ts";
 import type {
   BlobRecord,
   Direction,
@@ -81,6 +85,7 @@ import type {
   OutboxDraft,
   OutboxEntry,
   PeerRecord,
+  ReceiveExtras,
   ReceiveOutcome,
   Store,
   ThreadPatch,
@@ -142,7 +147,23 @@ export interface KvStoreOptions {
    * {@link DEFAULT_MAX_LOG_ENTRIES}, `Infinity` keeps everything.
    */
   maxLogEntries?: number;
+  /**
+   * Most traffic log bytes kept (the lines' text, oldest trimmed first,
+   * down to 90% of it); default {@link DEFAULT_MAX_LOG_BYTES}.
+   */
+  maxLogBytes?: number;
 }
+
+/**
+ * Default bound of the traffic log, in bytes of line text (256 MiB).
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_MAX_LOG_BYTES } from "./kv_store.ts";
+ * console.log(DEFAULT_MAX_LOG_BYTES); // 268435456
+ * ```
+ */
+export const DEFAULT_MAX_LOG_BYTES = 256 * 1024 * 1024;
 
 /**
  * Default bound of the traffic log, in entries.
@@ -169,6 +190,8 @@ const CLIP = 4096;
 const MAX_KEY_TEXT = 128;
 const LAST_ID: Key = ["id", "last"];
 const LOG_SEQ: Key = ["seq", "log"];
+/** The bytes of line text the log holds now (kept with each append/trim). */
+const LOG_BYTES: Key = ["seq", "logbytes"];
 const END_SEQ = Number.MAX_SAFE_INTEGER;
 // The log is trimmed every this many appends at most (fewer for small bounds).
 const TRIM_EVERY = 1000;
@@ -515,11 +538,12 @@ interface SeenRecord {
   th?: string;
   id?: string;
   floor?: string;
+  /** The highest id received in the thread: any higher one is new. */
+  max?: string;
 }
 
-const OUTBOX_CUMULATIVE_KEEP: ReadonlySet<string> = new Set(["msg", "state"]);
-/** Outboxed lines the remote never acks: dropped by a later ack (acked). */
-const NEVER_ACKED: ReadonlySet<string> = new Set(["grant", "introduce"]);
+/** Index rows of the layout before the in-memory outbox index (deleted on open). */
+const LEGACY_INDEXES = ["obt", "obc", "obq", "obx", "rxq"];
 
 /**
  * The {@link Store} on Deno KV (or any {@link KvBackend}). Single writer:
@@ -550,6 +574,16 @@ export class KvStore implements Store {
   #trimEvery: number;
   /** Log appends since the last trim was scheduled. */
   #sinceTrim = 0;
+  #maxLogBytes: number;
+  /**
+   * The highest log seq dropped: trims queued together see the same
+   * committed entries, and must not drop (and count) one twice.
+   */
+  #droppedThrough = 0;
+  /** Bytes of line text in the log (see {@link LOG_BYTES}). */
+  #logBytes: number;
+  /** The outbox's index, kept in step with every enqueue and drop. */
+  #index = new OutboxIndex();
 
   /**
    * Wraps a backend; `lastId` and `seq` resume the id generator and the log
@@ -558,10 +592,17 @@ export class KvStore implements Store {
    */
   constructor(
     backend: KvBackend,
-    resume: { lastId?: string; seq?: number } = {},
+    resume: { lastId?: string; seq?: number; logBytes?: number } = {},
     options: KvStoreOptions = {},
   ) {
     this.#maxLog = checkMaxLog(options.maxLogEntries);
+    this.#maxLogBytes = options.maxLogBytes ?? DEFAULT_MAX_LOG_BYTES;
+    if (!(this.#maxLogBytes > 0)) {
+      throw new RangeError(
+        `maxLogBytes must be a positive number or Infinity, got ${options.maxLogBytes}`,
+      );
+    }
+    this.#logBytes = resume.logBytes ?? 0;
     this.#backend = backend;
     this.#ids = new IdGenerator({ last: resume.lastId });
     this.#seq = resume.seq ?? 0;
@@ -586,11 +627,15 @@ export class KvStore implements Store {
       const backend = new DenoKvBackend(kv);
       const lastId = await backend.get(LAST_ID);
       const seq = await backend.get(LOG_SEQ);
+      const logBytes = await backend.get(LOG_BYTES);
       const store = new KvStore(backend, {
         lastId: typeof lastId === "string" ? lastId : undefined,
         seq: typeof seq === "number" ? seq : 0,
+        logBytes: typeof logBytes === "number" ? logBytes : 0,
       }, options);
       await store.#cleanStaged();
+      await store.#dropLegacyIndexes();
+      await store.#loadIndex();
       await store.#trimLog();
       return store;
     } catch (error) {
@@ -611,6 +656,32 @@ export class KvStore implements Store {
         }
         tx.delete(key);
         tx.cut();
+      }
+    }) as Promise<void>;
+  }
+
+  /** Deletes the index rows an older layout wrote (see the module doc). */
+  #dropLegacyIndexes(): Promise<void> {
+    return this.#submit(true, async (tx) => {
+      for (const prefix of LEGACY_INDEXES) {
+        for await (const { key } of this.#backend.list({ prefix: [prefix] })) {
+          tx.delete(key);
+          tx.cut();
+        }
+      }
+    }) as Promise<void>;
+  }
+
+  /** Rebuilds the outbox index from the `ob` records. */
+  #loadIndex(): Promise<void> {
+    return this.#submit(true, async () => {
+      for await (
+        const { key, value, parts } of listRecords(this.#backend, {
+          prefix: ["ob"],
+        }, 3)
+      ) {
+        const e = value as StoredEntry;
+        this.#index.add(key[1] as string, metaOf(e, parts));
       }
     }) as Promise<void>;
   }
@@ -784,26 +855,23 @@ export class KvStore implements Store {
     }
     if (entries.length === 0) return Promise.resolve([]);
     const pk = keyText(peer);
-    return this.#submit(false, async (tx) => {
-      for (const e of entries) {
-        const { peer: _, ...stored } = e;
-        const n = await tx.putRecord(["ob", pk, e.id], stored, true);
-        const tk = e.th === undefined ? null : threadKey(e.th);
-        if (tk !== null) {
-          tx.set(["obt", pk, tk, e.id], { t: e.t, q: e.queuedAt, n });
-          if (!OUTBOX_CUMULATIVE_KEEP.has(e.t)) {
-            tx.set(["obc", pk, tk, e.id], { t: e.t, q: e.queuedAt, n });
-          }
-        }
-        tx.set(["obq", e.queuedAt, pk, e.id], { tk, n });
-        if (NEVER_ACKED.has(e.t)) {
-          tx.set(["obx", pk, e.id], { tk, q: e.queuedAt, n });
-        }
-        tx.set(LAST_ID, e.id);
+    // Indexed now, in id order; the entries are sent only once committed,
+    // so no ack can come for them before.
+    const metas = entries.map((e) => metaOf(e, 0));
+    for (const meta of metas) this.#index.add(pk, meta);
+    const done = this.#submit(false, async (tx) => {
+      for (let i = 0; i < entries.length; i++) {
+        const { peer: _, ...stored } = entries[i];
+        metas[i].n = await tx.putRecord(["ob", pk, stored.id], stored, true);
+        tx.set(LAST_ID, stored.id);
         tx.cut();
       }
       return entries;
     });
+    done.catch(() => {
+      for (const meta of metas) this.#index.remove(pk, meta.id);
+    });
+    return done;
   }
 
   #entry(
@@ -845,8 +913,10 @@ export class KvStore implements Store {
   }
 
   /** True while the line `id` to `peer` waits for its ack. */
-  async inOutbox(peer: string, id: string): Promise<boolean> {
-    return (await this.#backend.get(["ob", keyText(peer), id])) !== undefined;
+  inOutbox(peer: string, id: string): Promise<boolean> {
+    return Promise.resolve(
+      this.#index.get(keyText(peer), id) !== undefined,
+    );
   }
 
   async outbox(peer: string): Promise<OutboxEntry[]> {
@@ -854,14 +924,22 @@ export class KvStore implements Store {
     const range = {
       prefix: ["ob", keyText(requireText(peer, "outbox: peer"))],
     };
+    const pk = range.prefix[1];
     for await (const { value } of listRecords(this.#backend, range, 3)) {
-      out.push({ ...(value as StoredEntry), peer });
+      const e = value as StoredEntry;
+      // An acked entry whose delete is not committed yet is already gone.
+      if (this.#index.get(pk, e.id)) out.push({ ...e, peer });
     }
     return out;
   }
 
-  replay(peer: string, seen: Record<string, string>): Promise<OutboxEntry[]> {
+  replay(
+    peer: string,
+    seen: Record<string, string>,
+    onCovered?: (entry: OutboxEntry) => void,
+  ): Promise<OutboxEntry[]> {
     const pk = keyText(peer);
+    const covered: OutboxEntry[] = [];
     return this.#submit(true, async (tx) => {
       const out: OutboxEntry[] = [];
       for await (
@@ -870,85 +948,43 @@ export class KvStore implements Store {
         }, 3)
       ) {
         const e = value as StoredEntry;
+        // Acked already, its delete not committed yet: not sent again.
+        if (!this.#index.get(pk, e.id)) continue;
         const last = e.th !== undefined && Object.hasOwn(seen, e.th)
           ? seen[e.th]
           : undefined;
         if (typeof last === "string" && e.id <= last) {
-          await this.#dropEntry(
-            tx,
-            pk,
-            e.id,
-            e.th === undefined ? null : threadKey(e.th),
-            e.queuedAt,
-            parts,
-          );
+          this.#index.remove(pk, e.id);
+          this.#dropEntry(tx, pk, e.id, parts);
+          covered.push({ ...e, peer });
         } else {
           out.push({ ...e, peer });
         }
       }
       return out;
+    }).then((out) => {
+      for (const e of covered) onCovered?.(e);
+      return out;
     });
   }
 
-  async #dropEntry(
-    tx: Tx,
-    pk: string,
-    id: string,
-    tk: string | null,
-    q: number,
-    parts: number,
-  ): Promise<void> {
-    await tx.deleteRecord(["ob", pk, id], parts);
-    if (tk !== null) {
-      tx.delete(["obt", pk, tk, id]);
-      tx.delete(["obc", pk, tk, id]);
-    }
-    tx.delete(["obq", q, pk, id]);
-    tx.delete(["obx", pk, id]);
+  /** Deletes one outbox record and its parts (already out of the index). */
+  #dropEntry(tx: Tx, pk: string, id: string, parts: number): void {
+    const key: Key = ["ob", pk, id];
+    for (let k = 0; k < parts; k++) tx.delete([...key, k]);
+    tx.delete(key);
     tx.cut();
   }
 
-  acked(peer: string, th: string | undefined, id: string): Promise<boolean> {
+  acked(peer: string, _th: string | undefined, id: string): Promise<boolean> {
     const pk = keyText(peer);
-    // Not exclusive, so acks arriving together share one commit: every entry
-    // the scans below can find has a smaller id than an entry already sent,
-    // so it is committed; one that a pending ack in this batch already
-    // dropped is dropped again, which only repeats the same deletes.
-    return this.#submit(false, async (tx) => {
-      let tk = th === undefined ? null : threadKey(th);
-      let meta = tk === null ? undefined : await tx.get(["obt", pk, tk, id]) as
-        | { t: string; q: number; n: number }
-        | undefined;
-      if (meta === undefined) {
-        // No th, or not the entry's: look at the entry itself.
-        const head = await tx.get(["ob", pk, id]);
-        const e = await assemble(["ob", pk, id], head, (k) => tx.get(k)) as
-          | StoredEntry
-          | undefined;
-        if (e === undefined) return false;
-        tk = e.th === undefined ? null : threadKey(e.th);
-        meta = {
-          t: e.t,
-          q: e.queuedAt,
-          n: typeof head === "number" ? head : 0,
-        };
-      }
-      await this.#dropEntry(tx, pk, id, tk, meta.q, meta.n);
-      if (tk !== null) {
-        // In-order delivery: the earlier chunks/introductions got there too.
-        const range = { start: ["obc", pk, tk], end: ["obc", pk, tk, id] };
-        for await (const { key, value } of this.#backend.list(range)) {
-          const m = value as { t: string; q: number; n: number };
-          await this.#dropEntry(tx, pk, key[3] as string, tk, m.q, m.n);
-        }
-      }
-      // Ordered stream, one connection per peer: a later line's ack proves
-      // the earlier grants and introductions to this peer arrived too.
-      const range = { start: ["obx", pk], end: ["obx", pk, id] };
-      for await (const { key, value } of this.#backend.list(range)) {
-        const m = value as { tk: string | null; q: number; n: number };
-        await this.#dropEntry(tx, pk, key[2] as string, m.tk, m.q, m.n);
-      }
+    // The index answers at once; only the deletes go to the committer, so
+    // acks arriving together share one commit and read nothing.
+    // The entry's own thread counts, whatever `th` the ack carried.
+    const drops = this.#index.ackDrops(pk, id);
+    if (drops.length === 0) return Promise.resolve(false);
+    return this.#submit(false, (tx) => {
+      for (const m of drops) this.#dropEntry(tx, pk, m.id, m.n);
       return true;
     });
   }
@@ -962,20 +998,14 @@ export class KvStore implements Store {
       return Promise.reject(error);
     }
     const pk = keyText(peer);
-    return this.#submit(true, async (tx) => {
-      let count = 0;
-      for await (
-        const { value, parts } of listRecords(this.#backend, {
-          prefix: ["ob", pk],
-        }, 3)
-      ) {
-        const e = value as StoredEntry;
-        if (e.t !== "chunk" || e.fields.ref !== ref) continue;
-        const tk = e.th === undefined ? null : threadKey(e.th);
-        await this.#dropEntry(tx, pk, e.id, tk, e.queuedAt, parts);
-        count++;
-      }
-      return count;
+    const drops = this.#index.list(pk).filter((m) =>
+      m.t === "chunk" && m.ref === ref
+    );
+    for (const m of drops) this.#index.remove(pk, m.id);
+    if (drops.length === 0) return Promise.resolve(0);
+    return this.#submit(false, (tx) => {
+      for (const m of drops) this.#dropEntry(tx, pk, m.id, m.n);
+      return drops.length;
     });
   }
 
@@ -1022,32 +1052,22 @@ export class KvStore implements Store {
         if (!((listed.value as LogEntry).at < olderThan)) break;
         await this.#dropLog(tx, listed);
       }
-      for await (
-        const { key, value } of this.#backend.list({
-          start: ["obq"],
-          end: ["obq", end],
-        })
-      ) {
-        const [, q, pk, id] = key as [string, number, string, string];
-        const m = value as { tk: string | null; n: number };
-        await this.#dropEntry(tx, pk, id, m.tk, q, m.n);
-        count++;
+      for (const pk of this.#index.peers()) {
+        for (const m of this.#index.list(pk)) {
+          if (m.q >= end) continue;
+          this.#index.remove(pk, m.id);
+          this.#dropEntry(tx, pk, m.id, m.n);
+          count++;
+        }
       }
       for await (
-        const { key, value } of this.#backend.list({
-          start: ["rxq"],
-          end: ["rxq", end],
-        })
+        const { key, value } of this.#backend.list({ prefix: ["rx"] })
       ) {
-        const [, , pk, tk, ik] = key as [
-          string,
-          number,
-          string,
-          string,
-          string,
-        ];
-        const id = value as string;
-        tx.delete(["rx", pk, tk, ik]);
+        const [, pk, tk, ik] = key as [string, string, string, string];
+        const rx = value as number | { at: number; id: string };
+        const at = typeof rx === "number" ? rx : rx.at;
+        if (!(at < end)) continue;
+        const id = typeof rx === "number" ? ik : rx.id;
         tx.delete(key);
         tx.cut();
         if (forget.has(encodeKey(["seen", pk, tk]))) continue;
@@ -1061,7 +1081,11 @@ export class KvStore implements Store {
     });
   }
 
-  receive(peer: string, lines: IncomingLine[]): Promise<ReceiveOutcome[]> {
+  receive(
+    peer: string,
+    lines: IncomingLine[],
+    also: ReceiveExtras = {},
+  ): Promise<ReceiveOutcome[]> {
     try {
       requireText(peer, "receive: peer");
       if (!Array.isArray(lines)) {
@@ -1079,24 +1103,29 @@ export class KvStore implements Store {
       return Promise.reject(error);
     }
     const pk = keyText(peer);
+    // The `rx` rows are not read ahead: a line above its thread's `max` is
+    // new without a read, which is every line of an in-order sender.
     const prefetch: Key[] = lines.flatMap((line) => {
       const tk = threadKey(line.th);
-      return [["rx", pk, tk, keyText(line.id)], ["seen", pk, tk], [
-        "thr",
-        pk,
-        tk,
-      ]];
+      return [["seen", pk, tk], ["thr", pk, tk]];
     });
     return this.#submit(false, async (tx) => {
       const out: ReceiveOutcome[] = [];
       const at = Date.now();
       const now = timestamp(at);
+      // In the first line's group: one atomic write with its seen marker.
+      for (const record of also.blobs ?? []) {
+        await tx.putRecord(blobKey(record), record);
+      }
       for (const line of lines) {
         const tk = threadKey(line.th);
         const rxKey: Key = ["rx", pk, tk, keyText(line.id)];
         const seen = await tx.getRecord<SeenRecord>(["seen", pk, tk]);
-        const duplicate = (await tx.get(rxKey)) !== undefined ||
-          (seen?.floor !== undefined && line.id <= seen.floor);
+        const above = seen?.max !== undefined && line.id > seen.max;
+        const duplicate = !above && (
+          (seen?.floor !== undefined && line.id <= seen.floor) ||
+          (await tx.get(rxKey)) !== undefined
+        );
         if (duplicate) {
           out.push({ id: line.id, duplicate });
           continue;
@@ -1112,14 +1141,24 @@ export class KvStore implements Store {
           at,
         });
         out.push({ id: line.id, duplicate, seq });
-        tx.set(rxKey, at);
-        tx.set(["rxq", at, pk, tk, keyText(line.id)], line.id);
+        const ik = keyText(line.id);
+        tx.set(rxKey, ik === line.id ? at : { at, id: line.id });
+        // `max` is kept from a thread's first record on (a record written
+        // before it existed may have seen higher ids: it goes without).
+        const max = seen === undefined
+          ? line.id
+          : seen.max === undefined || line.id < seen.max
+          ? seen.max
+          : line.id;
         if (line.th !== undefined && CONTENT_TYPES.has(line.t)) {
           await tx.putRecord(["seen", pk, tk], {
             ...seen,
             th: line.th,
             id: line.id,
+            ...(max === undefined ? {} : { max }),
           });
+        } else if (max !== undefined && max !== seen?.max) {
+          await tx.putRecord(["seen", pk, tk], { ...seen, max });
         }
         if (line.th !== undefined && (line.t === "msg" || line.t === "state")) {
           await this.#touchThread(tx, peer, line, now);
@@ -1260,7 +1299,9 @@ export class KvStore implements Store {
 
   /** Seqs are taken in commit order, so they increase with the log. */
   async #appendLog(tx: Tx, entry: Omit<LogEntry, "seq">): Promise<number> {
-    if (++this.#sinceTrim >= this.#trimEvery) {
+    this.#logBytes += entry.line.length;
+    const overBytes = this.#logBytes > this.#maxLogBytes;
+    if (++this.#sinceTrim >= this.#trimEvery || overBytes) {
       this.#sinceTrim = 0;
       // Queued behind this op; a store closing meanwhile just skips it.
       this.#trimLog().catch(() => {});
@@ -1273,6 +1314,7 @@ export class KvStore implements Store {
       tx.set(["logt", pk, threadKey(entry.th), seq], 1);
     }
     tx.set(LOG_SEQ, seq);
+    tx.set(LOG_BYTES, this.#logBytes);
     return seq;
   }
 
@@ -1282,12 +1324,20 @@ export class KvStore implements Store {
    * any still in the overlay, and nothing else writes them.
    */
   #trimLog(): Promise<void> {
-    if (this.#maxLog === Infinity) return Promise.resolve();
+    if (this.#maxLog === Infinity && this.#maxLogBytes === Infinity) {
+      return Promise.resolve();
+    }
     return this.#submit(false, async (tx) => {
       const cutoff = this.#seq - this.#maxLog;
-      if (cutoff < 1) return;
-      const range = { start: ["log", 0], end: ["log", cutoff + 1] };
+      const overBytes = this.#logBytes > this.#maxLogBytes;
+      if (cutoff < 1 && !overBytes) return;
+      // Over the byte bound: down to 90% of it, so trims stay rare.
+      const byteTarget = overBytes ? this.#maxLogBytes * 0.9 : Infinity;
+      const end = overBytes ? this.#seq + 1 : cutoff + 1;
+      const range = { start: ["log", 0], end: ["log", end] };
       for await (const listed of listRecords(this.#backend, range, 2)) {
+        const e = listed.value as LogEntry;
+        if (e.seq > cutoff && this.#logBytes <= byteTarget) break;
         await this.#dropLog(tx, listed);
       }
     });
@@ -1296,7 +1346,11 @@ export class KvStore implements Store {
   /** Deletes one log entry, its parts and its index keys. */
   async #dropLog(tx: Tx, { key, value, parts }: Listed): Promise<void> {
     const e = value as LogEntry;
+    if (e.seq <= this.#droppedThrough) return; // a trim before has it
+    this.#droppedThrough = e.seq;
     await tx.deleteRecord(key, parts);
+    this.#logBytes = Math.max(0, this.#logBytes - e.line.length);
+    tx.set(LOG_BYTES, this.#logBytes);
     const pk = keyText(e.peer);
     tx.delete(["logp", pk, e.seq]);
     if (e.th !== undefined) tx.delete(["logt", pk, threadKey(e.th), e.seq]);
@@ -1363,6 +1417,20 @@ export class KvStore implements Store {
     return this.#put(["peer", keyText(record.key)], record);
   }
 
+  /** Reads and replaces a peer record in one step of the committer. */
+  updatePeer(
+    key: string,
+    update: (known: PeerRecord | undefined) => PeerRecord,
+  ): Promise<PeerRecord> {
+    const k: Key = ["peer", keyText(key)];
+    return this.#submit(false, async (tx) => {
+      const record = update(await tx.getRecord<PeerRecord>(k));
+      requireText(record?.key, "updatePeer: key");
+      await tx.putRecord(k, record);
+      return record;
+    }, [k]);
+  }
+
   /** Stores a grant under its hash. */
   putGrant(record: GrantRecord): Promise<void> {
     try {
@@ -1406,12 +1474,7 @@ export class KvStore implements Store {
     } catch (error) {
       return Promise.reject(error);
     }
-    return this.#put([
-      "blob",
-      keyText(record.peer),
-      record.dir,
-      keyText(record.ref),
-    ], record);
+    return this.#put(blobKey(record), record);
   }
 
   /**
@@ -1466,6 +1529,26 @@ export class KvStore implements Store {
     ) out.push(value as T);
     return out;
   }
+}
+
+/** Where a blob transfer record is stored. */
+function blobKey(record: BlobRecord): Key {
+  return ["blob", keyText(record.peer), record.dir, keyText(record.ref)];
+}
+
+/** The index entry of a stored outbox entry split into `parts`. */
+function metaOf(e: StoredEntry, parts: number): OutboxMeta {
+  const meta: OutboxMeta = {
+    id: e.id,
+    t: e.t,
+    tk: e.th === undefined ? null : threadKey(e.th),
+    q: e.queuedAt,
+    n: parts,
+  };
+  if (e.t === "chunk" && typeof e.fields.ref === "string") {
+    meta.ref = e.fields.ref;
+  }
+  return meta;
 }
 
 /** Validates a `maxLogEntries` option; undefined gives the default. */

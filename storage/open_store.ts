@@ -49,6 +49,8 @@ export interface OpenStoreOptions {
   memory?: boolean;
   /** Most traffic-log entries kept (default 100,000). */
   maxLogEntries?: number;
+  /** Most traffic-log bytes kept (default 256 MiB). */
+  maxLogBytes?: number;
 }
 
 /**
@@ -65,9 +67,14 @@ export interface OpenStoreOptions {
  * ```
  */
 export async function openStore(options: OpenStoreOptions): Promise<Store> {
-  const storeOptions = options.maxLogEntries === undefined
-    ? {}
-    : { maxLogEntries: options.maxLogEntries };
+  const storeOptions = {
+    ...(options.maxLogEntries === undefined
+      ? {}
+      : { maxLogEntries: options.maxLogEntries }),
+    ...(options.maxLogBytes === undefined
+      ? {}
+      : { maxLogBytes: options.maxLogBytes }),
+  };
   if (options.memory) return new MemoryStore(storeOptions);
   if (typeof (Deno as { openKv?: unknown }).openKv !== "function") {
     throw new StoreUnavailableError();

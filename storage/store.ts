@@ -120,6 +120,15 @@ export interface IncomingLine {
   raw: string;
 }
 
+/**
+ * Records written in the same commit as received lines (with the first of
+ * them): a blob transfer's record with the seen markers of its chunks.
+ */
+export interface ReceiveExtras {
+  /** Blob transfer records to store, replacing the previous ones. */
+  blobs?: BlobRecord[];
+}
+
 /** What happened to one received line. */
 export interface ReceiveOutcome {
   /** The line's id. */
@@ -262,9 +271,14 @@ export interface Store {
   /**
    * The entries to replay after the remote's `resume`: in listed threads
    * those with id greater than the seen id, in unlisted threads all, in id
-   * order. Also drops entries at or before a listed seen id.
+   * order. Also drops entries at or before a listed seen id, and tells
+   * `onCovered` about each (the remote has them durably: as good as acked).
    */
-  replay(peer: string, seen: Record<string, string>): Promise<OutboxEntry[]>;
+  replay(
+    peer: string,
+    seen: Record<string, string>,
+    onCovered?: (entry: OutboxEntry) => void,
+  ): Promise<OutboxEntry[]>;
 
   /**
    * Handles an ack of `id` in thread `th`: removes that entry, the earlier
@@ -288,7 +302,11 @@ export interface Store {
    * Commits received content lines in one atomic commit (group commit):
    * dedup, per-thread seen, thread records, log. Resolve before acking.
    */
-  receive(peer: string, lines: IncomingLine[]): Promise<ReceiveOutcome[]>;
+  receive(
+    peer: string,
+    lines: IncomingLine[],
+    also?: ReceiveExtras,
+  ): Promise<ReceiveOutcome[]>;
 
   /** Per thread, the last content id received from `peer` (for resume). */
   seen(peer: string): Promise<Record<string, string>>;
@@ -321,6 +339,14 @@ export interface Store {
   peer(key: string): Promise<PeerRecord | undefined>;
   /** Stores a peer record, replacing the previous one. */
   putPeer(record: PeerRecord): Promise<void>;
+  /**
+   * Reads the record of `key` and stores what `update` makes of it, in one
+   * step of the writer: concurrent updates never lose each other's changes.
+   */
+  updatePeer(
+    key: string,
+    update: (known: PeerRecord | undefined) => PeerRecord,
+  ): Promise<PeerRecord>;
 
   /** Stores a grant under its hash. */
   putGrant(record: GrantRecord): Promise<void>;

@@ -370,7 +370,12 @@ Deno.test("chunk entries are read from the spool, delivered and not acked", asyn
     await waitFor(() => b.delivered.length === 1, "chunk");
     const chunk = b.delivered[0].message as unknown as Record<string, unknown>;
     assert.equal(chunk.id, queued[0].id);
-    assert.equal(chunk.data, btoa("hello"));
+    // The data arrives decoded once, in `bytes`; its text is dropped.
+    assert.equal(
+      new TextDecoder().decode(b.delivered[0].bytes),
+      "hello",
+    );
+    assert.equal(chunk.data, "");
     assert.deepEqual(await b.store.seen(a.signer.key), { t1: queued[0].id });
     assert.ok(
       !b.lines.some((l) => l.dir === "out" && l.raw.startsWith('{"t":"ack"')),

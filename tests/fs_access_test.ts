@@ -195,7 +195,7 @@ Deno.test("fsRead returns a larger file or range as a blob", async () => {
     assert.equal(whole.result.content, undefined);
     assert.equal(whole.result.length, big.length);
     assert.equal(whole.attachments.length, 1);
-    assert.equal(whole.attachments[0].temporary, false);
+    assert.equal(whole.attachments[0].temporary, true); // copied through the descriptor
     assert.deepEqual(await Deno.readFile(whole.attachments[0].path), big);
 
     const spoolDir = `${f.base}/spool`;
@@ -271,6 +271,83 @@ Deno.test("fsWrite writes utf-8 and base64, appends, creates parents", async () 
       String((await fsWrite(f.root, { path: "e" })).result.error),
       /content/,
     );
+  } finally {
+    await f.cleanup();
+  }
+});
+
+Deno.test("fsRead and fsWrite: relative links inside, link loops, FIFOs and hard links", async () => {
+  const f = await fixture();
+  try {
+    await Deno.symlink("../hello.txt", `${f.root}/sub/up-link`); // relative, inside
+    await Deno.symlink("loop-b", `${f.root}/loop-a`);
+    await Deno.symlink("loop-a", `${f.root}/loop-b`);
+    assert.equal(
+      (await fsRead(f.root, { path: "sub/up-link" })).result.content,
+      "hello\n",
+    );
+    assert.match(
+      String((await fsRead(f.root, { path: "loop-a" })).result.error),
+      /symbolic links/,
+    );
+    const fifo = `${f.root}/pipe`;
+    const mk = await new Deno.Command("mkfifo", { args: [fifo] }).output()
+      .catch(() => undefined);
+    if (mk?.success) {
+      // Opening a FIFO must not hang the request.
+      assert.match(
+        String((await fsRead(f.root, { path: "pipe" })).result.error),
+        /not a regular file/,
+      );
+    }
+    await Deno.link(`${f.root}/hello.txt`, `${f.root}/twin.txt`);
+    assert.match(
+      String(
+        (await fsWrite(f.root, { path: "twin.txt", content: "x" })).result
+          .error,
+      ),
+      /2 hard links/,
+    );
+    assert.equal(await Deno.readTextFile(`${f.root}/hello.txt`), "hello\n");
+    // A dangling link that stays inside: writing creates its target.
+    await Deno.symlink("made.txt", `${f.root}/to-made`);
+    await fsWrite(f.root, { path: "to-made", content: "m" });
+    assert.equal(await Deno.readTextFile(`${f.root}/made.txt`), "m");
+  } finally {
+    await f.cleanup();
+  }
+});
+
+Deno.test("without /proc/self/fd (the macOS path) escapes are still refused", async () => {
+  const f = await fixture();
+  try {
+    const mod = new URL("../actors/fs_access.ts", import.meta.url).href;
+    const script = `
+      const { fsRead, fsWrite } = await import(${JSON.stringify(mod)});
+      const [root, ...paths] = Deno.args;
+      const out = [];
+      for (const path of paths) {
+        const r = await fsRead(root, { path });
+        const w = await fsWrite(root, { path, content: "pwned", mkdir: true });
+        out.push({ path, read: r.result.error ?? r.result.content, write: w.result.error ?? "written" });
+      }
+      out.push({ ok: (await fsRead(root, { path: "sub-link/inner.txt" })).result.content });
+      console.log(JSON.stringify(out));`;
+    const run = await new Deno.Command(Deno.execPath(), {
+      args: ["eval", script, f.root, ...escapes(f.outside)],
+      env: { AWP_FS_NO_PROCFD: "1" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const text = new TextDecoder().decode(run.stdout);
+    assert.equal(run.code, 0, new TextDecoder().decode(run.stderr));
+    const results = JSON.parse(text) as Array<Record<string, string>>;
+    for (const r of results.slice(0, -1)) {
+      assert.notEqual(r.read, "secret", `read ${r.path}`);
+      assert.notEqual(r.write, "written", `write ${r.path}`);
+    }
+    assert.equal(results.at(-1)!.ok, "inner");
+    assert.equal(await Deno.readTextFile(`${f.outside}/secret.txt`), "secret");
   } finally {
     await f.cleanup();
   }

@@ -84,7 +84,10 @@ Deno.test("events({ after }) after a restart replays exactly the later msgs and 
       sent.push((await a.setState(b.key, "th1", "working")).id);
       for (const id of sent) await a.waitAck(id, { timeoutMs: 10_000 });
       await reader.until(4, "the first four");
-      assert.deepEqual(ids(reader.got), sent);
+      // Each thread keeps its order; th1's state may overtake th2's blob
+      // (small lines are not held behind another thread's chunks).
+      assert.deepEqual(ids(reader.got).slice(0, 2), sent.slice(0, 2));
+      assert.deepEqual(ids(reader.got).sort(), [...sent].sort());
       assertIncreasing(reader.got.map((e) => e.seq));
       const cursor = reader.got[1].seq; // the application handled "two"
       await reader.stop();
@@ -93,7 +96,8 @@ Deno.test("events({ after }) after a restart replays exactly the later msgs and 
       b = await Peer.open({ home: `${dir}/b`, name: "bob", ...FAST });
       reader = new Reader(b.events({ after: cursor }));
       await reader.until(2, "the replay");
-      const [three, state] = reader.got;
+      const three = reader.got.find((e) => e.id === sent[2])!;
+      const state = reader.got.find((e) => e.id === sent[3])!;
       assert.equal(three.type, "message");
       assert.equal(three.id, sent[2]);
       assert.equal(three.text, "three");
@@ -115,7 +119,11 @@ Deno.test("events({ after }) after a restart replays exactly the later msgs and 
       await a.waitAck(four.id, { timeoutMs: 10_000 });
       await reader.until(3, "the live msg");
       await new Promise((r) => setTimeout(r, 100));
-      assert.deepEqual(ids(reader.got), [sent[2], sent[3], four.id]);
+      assert.deepEqual(ids(reader.got).slice(2), [four.id]);
+      assert.deepEqual(
+        ids(reader.got).slice(0, 2).sort(),
+        [sent[2], sent[3]].sort(),
+      );
       assertIncreasing(reader.got.map((e) => e.seq));
     } finally {
       await reader.stop().catch(() => {});

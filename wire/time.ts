@@ -15,8 +15,15 @@
  * ```
  */
 export function timestamp(ms: number = Date.now()): string {
+  // Every line carries one; a burst formats the same millisecond often.
+  if (ms === lastMs) return lastText;
   if (!Number.isFinite(ms)) {
     throw new RangeError(`timestamp: not a finite time: ${ms}`);
   }
-  return new Date(ms).toISOString();
+  lastText = new Date(ms).toISOString();
+  lastMs = ms;
+  return lastText;
 }
+
+let lastMs = NaN;
+let lastText = "";

@@ -19,6 +19,7 @@ import { createHash } from "node:crypto";
 import type { BenchContext, Sample, Workload } from "../bench_context.ts";
 import type { JsonProcess, ProcEvent } from "../json_process.ts";
 import { RssSampler } from "../proc_memory.ts";
+import { percentile } from "../stats.ts";
 
 const MIB = 1024 * 1024;
 /** Both sides accept blobs this big, so the 50 MiB file is not refused. */
@@ -189,6 +190,85 @@ export const blobMemoryWorkload: Workload = {
         ) {
           notes.push(`run ${run + 1}: over the 64 MiB target`);
         }
+      } finally {
+        await ctx.stop(sender);
+        await ctx.stop(receiver);
+      }
+    }
+    return { samples, notes };
+  },
+};
+
+/** 1 KiB of text. */
+const TEXT_1K = "0123456789abcdef".repeat(64);
+
+/**
+ * Small msgs while a 50 MiB blob is in flight on the same connection: once
+ * the blob's msg is queued (its chunks going out), 10 sequential 1 KiB msgs
+ * in another thread, each timed from its command to its `acked`. Only the
+ * ones acked before the receiver had the whole blob count.
+ */
+export const blobInterleaveWorkload: Workload = {
+  name: "blob_interleave",
+  title: "1 KiB msg send→ack while a 50 MiB blob is in flight",
+  units: { p50_ms: "ms", max_ms: "ms", during_blob: "msgs" },
+  params: (ctx) => ({ bytes: (ctx.quick ? 5 : 50) * MIB, msgs: 10 }),
+  async run(ctx: BenchContext) {
+    const size = (ctx.quick ? 5 : 50) * MIB;
+    const path = `${await ctx.dir("blobmix")}/blob.bin`;
+    await randomFile(path, size);
+    const samples: Sample[] = [];
+    const notes: string[] = [];
+    for (let run = 0; run < ctx.runs; run++) {
+      const { sender, receiver } = await ctx.pair("tcp:127.0.0.1:0", [
+        "--max-blob",
+        MAX_BLOB,
+      ]);
+      try {
+        const rFrom = receiver.mark();
+        let blobDone = false;
+        const done = receiver.waitFor(
+          (e) => e.event === "blob" && e.size === size,
+          { from: rFrom, timeoutMs: 300_000 },
+        ).then(() => blobDone = true);
+        const sFrom = sender.mark();
+        await sender.send({ cmd: "blob", th: "blob", path });
+        await sender.waitFor(
+          (e) => e.event === "sent" && e.th === "blob",
+          { from: sFrom, timeoutMs: 60_000 },
+        );
+        const lat: number[] = [];
+        for (let i = 0; i < 10 && !blobDone; i++) {
+          const from = sender.mark();
+          const th = `small${run}`;
+          const t0 = performance.now();
+          await sender.send({ cmd: "send", th, text: TEXT_1K });
+          const sent = await sender.waitFor(
+            (e) => e.event === "sent" && e.th === th,
+            { from, timeoutMs: 60_000 },
+          );
+          // The driver's acked event names the id only (it may come first).
+          const at = (await sender.waitFor(
+            (e) => e.event === "acked" && e.id === sent.id,
+            { from, timeoutMs: 60_000 },
+          )).at;
+          if (!blobDone) lat.push(at - t0);
+        }
+        await done;
+        if (lat.length === 0) {
+          notes.push(`run ${run + 1}: the blob finished before any msg`);
+          continue;
+        }
+        samples.push({
+          p50_ms: percentile(lat, 50),
+          max_ms: Math.max(...lat),
+          during_blob: lat.length,
+        });
+        ctx.log(
+          `  run ${run + 1}: p50 ${percentile(lat, 50).toFixed(1)} ms, max ${
+            Math.max(...lat).toFixed(1)
+          } ms (${lat.length} msgs during the blob)`,
+        );
       } finally {
         await ctx.stop(sender);
         await ctx.stop(receiver);

@@ -1,0 +1,200 @@
+/**
+ * Bounds on what strangers can make a listener hold: connections open at
+ * once, and connections still in the handshake (hello/auth) in total and
+ * per source address. A connection over a bound is closed as soon as it is
+ * accepted, so its file descriptor comes back at once; the handshake
+ * timeout (20 s by default) closes the ones that never finish.
+ *
+ * @module
+ */
+
+import type { Transport } from "./transport.ts";
+
+/** The bounds of one listener; see the README's "Limits" table.
+ *
+ * @example
+ * ```ts
+ * import type { ConnectionLimits } from "./connection_gate.ts";
+ * const limits: ConnectionLimits = { maxConnections: 1000, maxUnauthenticated: 64 };
+ * console.log(limits.maxConnections); // 1000
+ * ```
+ */
+export interface ConnectionLimits {
+  /** Accepted connections open at once (default {@linkcode DEFAULT_LIMITS}). */
+  maxConnections?: number;
+  /** Accepted connections still in hello/auth, in total. */
+  maxUnauthenticated?: number;
+  /** Accepted connections still in hello/auth from one source address. */
+  maxUnauthenticatedPerHost?: number;
+}
+
+/** The default bounds: 16,384 open (less when the fd limit is lower), 512
+ * in the handshake, 128 of them from one address.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_LIMITS } from "./connection_gate.ts";
+ * console.log(DEFAULT_LIMITS.maxUnauthenticatedPerHost); // 128
+ * ```
+ */
+export const DEFAULT_LIMITS: Readonly<Required<ConnectionLimits>> = Object
+  .freeze({
+    maxConnections: 16_384,
+    maxUnauthenticated: 512,
+    maxUnauthenticatedPerHost: 128,
+  });
+
+/** File descriptors kept free for the store, files and dialing out. */
+const FD_RESERVE = 128;
+
+/** One admitted connection's place (both calls are idempotent). */
+export interface GateTicket {
+  /** The handshake verified: it leaves the pre-auth counts. */
+  authenticated(): void;
+  /** The connection ended: its place is free. */
+  release(): void;
+}
+
+/**
+ * Counts one listener's connections against {@link ConnectionLimits}.
+ *
+ * @example
+ * ```ts
+ * import { ConnectionGate } from "./connection_gate.ts";
+ * const gate = new ConnectionGate({ maxUnauthenticatedPerHost: 1 });
+ * const first = gate.admit("tcp:127.0.0.1:5000");
+ * console.log(first !== undefined, gate.admit("tcp:127.0.0.1:5001")); // true undefined
+ * first!.authenticated();
+ * console.log(gate.admit("tcp:127.0.0.1:5002") !== undefined); // true
+ * ```
+ */
+export class ConnectionGate {
+  readonly #max: number;
+  readonly #maxPending: number;
+  readonly #maxPendingPerHost: number;
+  #open = 0;
+  #pending = 0;
+  #pendingByHost = new Map<string, number>();
+  /** Connections refused by a bound, since the start. */
+  refused = 0;
+
+  /** `fdLimit`: the process's soft fd limit, when known (caps the total). */
+  constructor(limits: ConnectionLimits = {}, fdLimit?: number) {
+    const wanted = limits.maxConnections ?? DEFAULT_LIMITS.maxConnections;
+    this.#max = limits.maxConnections === undefined && fdLimit !== undefined
+      ? Math.max(16, Math.min(wanted, fdLimit - FD_RESERVE))
+      : wanted;
+    this.#maxPending = limits.maxUnauthenticated ??
+      DEFAULT_LIMITS.maxUnauthenticated;
+    this.#maxPendingPerHost = limits.maxUnauthenticatedPerHost ??
+      DEFAULT_LIMITS.maxUnauthenticatedPerHost;
+  }
+
+  /** Open connections now, and how many of them are in the handshake. */
+  get counts(): { open: number; unauthenticated: number } {
+    return { open: this.#open, unauthenticated: this.#pending };
+  }
+
+  /**
+   * A place for a connection from `remoteAddr`, or undefined when a bound
+   * is reached (close it).
+   */
+  admit(remoteAddr: string): GateTicket | undefined {
+    const host = hostOf(remoteAddr);
+    const fromHost = this.#pendingByHost.get(host) ?? 0;
+    if (
+      this.#open >= this.#max || this.#pending >= this.#maxPending ||
+      fromHost >= this.#maxPendingPerHost
+    ) {
+      this.refused++;
+      return undefined;
+    }
+    this.#open++;
+    this.#pending++;
+    this.#pendingByHost.set(host, fromHost + 1);
+    let pending = true;
+    let released = false;
+    const leaveHandshake = () => {
+      if (!pending) return;
+      pending = false;
+      this.#pending--;
+      const left = (this.#pendingByHost.get(host) ?? 1) - 1;
+      if (left <= 0) this.#pendingByHost.delete(host);
+      else this.#pendingByHost.set(host, left);
+    };
+    return {
+      authenticated: leaveHandshake,
+      release: () => {
+        if (released) return;
+        released = true;
+        leaveHandshake();
+        this.#open--;
+      },
+    };
+  }
+
+  /** Wraps `inner` so that its end releases its place. */
+  wrap(inner: Transport, ticket: GateTicket): Transport {
+    return new GatedTransport(inner, ticket);
+  }
+}
+
+/** "tcp:1.2.3.4:5" → "tcp:1.2.3.4"; "tcp:[::1]:5" → "tcp:[::1]"; unix as is. */
+function hostOf(addr: string): string {
+  if (!addr.startsWith("tcp:")) return addr.split(":")[0];
+  const cut = addr.lastIndexOf(":");
+  return cut > 4 ? addr.slice(0, cut) : addr;
+}
+
+/** A transport that gives its gate place back when it ends. */
+class GatedTransport implements Transport {
+  readonly #inner: Transport;
+  readonly #ticket: GateTicket;
+
+  constructor(inner: Transport, ticket: GateTicket) {
+    this.#inner = inner;
+    this.#ticket = ticket;
+  }
+
+  get localAddr(): string {
+    return this.#inner.localAddr;
+  }
+
+  get remoteAddr(): string {
+    return this.#inner.remoteAddr;
+  }
+
+  get closed(): boolean {
+    return this.#inner.closed;
+  }
+
+  start(handlers: {
+    onData(chunk: Uint8Array): void | Promise<void>;
+    onEnd(error?: Error): void;
+  }): void {
+    this.#inner.start({
+      onData: handlers.onData,
+      onEnd: (error) => {
+        this.#ticket.release();
+        handlers.onEnd(error);
+      },
+    });
+  }
+
+  write(frame: Uint8Array): Promise<void> {
+    return this.#inner.write(frame);
+  }
+
+  flush(): Promise<void> {
+    return this.#inner.flush();
+  }
+
+  close(): void {
+    this.#ticket.release();
+    this.#inner.close();
+  }
+
+  authenticated(): void {
+    this.#ticket.authenticated();
+  }
+}
