@@ -49,6 +49,9 @@ export type {
   ReceiveOutcome,
 } from "./storage/store.ts";
 export type { RemoteHello } from "./actors/connection.ts";
+export type { ReceiveExtras } from "./storage/store.ts";
+export type { ConnectionLimits } from "./actors/connection_gate.ts";
+export type { UnfinishedBlobLimits } from "./actors/peer_blobs.ts";
 export type { ConnectionTimeouts } from "./actors/connection_machine.ts";
 export type { DialerTiming } from "./actors/dialer_machine.ts";
 export type { AdmissionMode } from "./actors/policy.ts";
