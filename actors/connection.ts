@@ -60,6 +60,19 @@ import {
 } from "../wire/types.ts";
 
 /**
+ * Default bound on the bytes queued for a connection's socket and not yet
+ * written, each line counted as at least 1 KiB (a remote that never
+ * reads): past it, once nothing could be written for 1 s (or at once past
+ * four times it), the connection is closed; outbox lines stay in the
+ * outbox for the next connection.
+ */
+export const DEFAULT_MAX_UNSENT_BYTES = 8 * 1024 * 1024;
+/** Over the unsent bound, how long no write may finish before we close. */
+const UNSENT_STALL_MS = 1_000;
+/** Each queued line counts at least this much against the unsent bound. */
+const MIN_LINE_COST = 1024;
+
+/**
  * Bytes queued on the socket and not yet written before outbox lines wait:
  * a sliding window, so the socket's own pace sets the sender's (a replay of
  * a big blob never reads and queues every chunk at once).
@@ -132,6 +145,8 @@ export interface ConnectionOptions {
   shares?: string[] | (() => string[]);
   /** Overrides of {@link DEFAULT_TIMEOUTS}, in milliseconds. */
   timeouts?: Partial<ConnectionTimeouts>;
+  /** Bound on unwritten bytes (default {@link DEFAULT_MAX_UNSENT_BYTES}). */
+  maxUnsentBytes?: number;
   /**
    * Return (or resolve with) a refusal detail to refuse the peer after its
    * auth verified (err auth + close, NOTES 8); undefined admits it.
@@ -297,6 +312,8 @@ export class Connection {
   #uncommittedBytes = 0;
   /** Bytes handed to the transport and not yet written. */
   #unwrittenBytes = 0;
+  /** When the transport last finished writing a line. */
+  #lastWritten = performance.now();
   #writeWaiters: Array<() => void> = [];
   /** Reading, waiting for a batch to commit (over the in-flight bound). */
   #commitWaiters: Array<() => void> = [];
@@ -513,19 +530,48 @@ export class Connection {
       message,
     );
     const size = frame.length;
-    this.#unwrittenBytes += size;
+    // A queued line costs about 1 KiB of bookkeeping whatever its size, so
+    // small ones count as that much, against the window and the bound.
+    const held = Math.max(size, MIN_LINE_COST);
+    this.#unwrittenBytes += held;
     this.#t.write(frame).catch((error) => {
       this.#event({ type: "END", reason: `write failed: ${errorText(error)}` });
     }).finally(() => {
-      this.#unwrittenBytes -= size;
+      this.#lastWritten = performance.now();
+      this.#unwrittenBytes -= held;
       for (const wake of this.#writeWaiters.splice(0)) wake();
     });
+    this.#checkUnsent();
     return size;
   }
 
-  /** Resolves once the bytes queued on the socket are under the window. */
+  /**
+   * A remote that does not read must not make us hold its bytes forever:
+   * over the bound while nothing could be written for a while (a burst of
+   * our own to a remote that reads is let through), or over four times it.
+   */
+  #checkUnsent(): void {
+    const max = this.#o.maxUnsentBytes ?? DEFAULT_MAX_UNSENT_BYTES;
+    if (this.#unwrittenBytes <= max) return;
+    const stalled = performance.now() - this.#lastWritten > UNSENT_STALL_MS;
+    if (!stalled && this.#unwrittenBytes <= 4 * max) return;
+    this.#t.close(); // what is queued is dropped; the outbox keeps its lines
+    this.#event({
+      type: "END",
+      reason: `the peer is not reading: over ${max} bytes unsent`,
+    });
+  }
+
+  /**
+   * Resolves once the bytes queued on the socket are under the window
+   * (kept under half the unsent bound, so outbox lines never trip it).
+   */
   async #writeRoom(): Promise<void> {
-    while (this.#unwrittenBytes >= WRITE_AHEAD_BYTES && !this.#t.closed) {
+    const window = Math.min(
+      WRITE_AHEAD_BYTES,
+      (this.#o.maxUnsentBytes ?? DEFAULT_MAX_UNSENT_BYTES) / 2,
+    );
+    while (this.#unwrittenBytes >= window && !this.#t.closed) {
       await new Promise<void>((wake) => this.#writeWaiters.push(wake));
     }
   }

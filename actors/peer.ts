@@ -165,6 +165,17 @@ export interface PeerOptions {
   execEnvPass?: string[];
   /** Exec timeout override in ms (tests; requests say `timeout` in s). */
   execTimeoutMs?: number;
+  /**
+   * Served requests run at once (default 8); the rest wait, journaled in
+   * the store, not in memory.
+   */
+  maxServing?: number;
+  /**
+   * Per connection, bytes queued and not yet written to the socket (a
+   * remote that does not read) before the connection is closed; default
+   * 8 MiB. Outbox lines stay for the next connection.
+   */
+  maxUnsentBytes?: number;
   /** Publish a signed presence document (`--presence`, AWP_PRESENCE=1). */
   presence?: boolean;
   /** More fields for the presence document (version, harness, model, host). */
@@ -303,6 +314,8 @@ const EARLY_EVENTS = 10_000;
 const ACKED_MEMORY = 10_000;
 /** A thread's record is rewritten at most this often by sends alone. */
 const TOUCH_EVERY_MS = 1_000;
+/** Measures line sizes. */
+const utf8 = new TextEncoder();
 
 const MIME: Record<string, string> = {
   txt: "text/plain",
@@ -531,8 +544,13 @@ export class Peer {
       spoolDir: `${dirs.spool}/served`,
       execTimeoutMs: options.execTimeoutMs,
       capsOf: (peer, presented) => this.#trust.capsOf(peer, presented),
-      forbid: (peer, err) =>
-        this.#sup.connection(peer)?.sendLine({ t: "err", ...err }),
+      store,
+      maxServing: options.maxServing,
+      // Outboxed like a reply: a dropped connection does not lose it. Never
+      // acked, it leaves the outbox with a later ack from the peer.
+      forbid: async (peer, err) => {
+        await this.#sup.send(peer, [{ fields: { t: "err", ...err } }]);
+      },
       reply: (peer, reply, files) => this.#reply(peer, reply, files),
       onServed: (record) => this.#emit(servedEvent(record, timestamp())),
       onError: (peer, detail) => this.#localError(peer, "serve", detail),
@@ -576,6 +594,7 @@ export class Peer {
       about: options.about,
       caps: options.caps ?? DEFAULT_CAPS,
       timeouts: options.timeouts,
+      maxUnsentBytes: options.maxUnsentBytes,
       dialer: options.dialer,
       allowPublic: options.allowPublic,
       limits: options.limits,
@@ -706,6 +725,10 @@ export class Peer {
       peer.#expireBlobs();
       await peer.#sup.loadQuiet();
       await peer.#redialKnown();
+      // Requests acked before a crash: served now, or answered interrupted.
+      const recovering = peer.#requests.recover();
+      peer.#inflight.add(recovering);
+      void recovering.finally(() => peer.#inflight.delete(recovering));
       return peer;
     } catch (error) {
       store.close();
@@ -916,9 +939,11 @@ export class Peer {
       throw new TypeError(`send: invalid msg: ${invalid}`);
     }
     // id, ts and the envelope add well under 200 bytes.
+    // UTF-8 takes at most 3 bytes per UTF-16 unit: most lines need no encode.
+    const json = JSON.stringify(fields);
     if (
-      new TextEncoder().encode(JSON.stringify(fields)).length >
-        MAX_LINE_BYTES - 200
+      json.length * 3 > MAX_LINE_BYTES - 200 &&
+      utf8.encode(json).length > MAX_LINE_BYTES - 200
     ) {
       await release();
       throw new Error(
@@ -950,7 +975,7 @@ export class Peer {
       throw new Error(`send: ${oneLine(error)}`);
     }
     const id = entries[entries.length - 1].id;
-    this.#sentTo.set(id, key);
+    this.#noteSent(id, key);
     if (spooled.length > 0) {
       this.#spoolByMsg.set(id, {
         peer: key,
@@ -1070,7 +1095,7 @@ export class Peer {
     } finally {
       turn.release();
     }
-    this.#sentTo.set(entry.id, key);
+    this.#noteSent(entry.id, key);
     await this.#touchThread(key, th, {
       mine: { state, ts: entry.ts, ...(note !== undefined ? { note } : {}) },
     });
@@ -1570,7 +1595,8 @@ export class Peer {
     clearTimeout(this.#retention);
     clearTimeout(this.#blobExpiry);
     this.#ext.close();
-    // Running commands are killed; their results are still queued.
+    // Running commands are killed; their journal records stay "running",
+    // so the next start answers them once, as interrupted.
     await this.#requests.close();
     await this.#sup.stop();
     while (this.#inflight.size > 0) {
@@ -1684,6 +1710,9 @@ export class Peer {
     for (const q of this.#subs) q.push(event);
   }
 
+  /** The last `to` found to be a well-formed key. */
+  #lastKey: string | undefined;
+
   /** Resolves `to` to a key: key, alias, name, or unique key prefix. */
   async #resolve(to: string): Promise<string> {
     if (typeof to !== "string" || to === "") {
@@ -1691,7 +1720,12 @@ export class Peer {
         "peer: give a key, a unique key prefix (4+ chars), a name or an alias",
       );
     }
-    if (isKey(to)) return to;
+    // A burst names the same key each time: check its form once.
+    if (to === this.#lastKey) return to;
+    if (isKey(to)) {
+      this.#lastKey = to;
+      return to;
+    }
     const records = await this.#store.peers();
     const byAlias = records.filter((p) => p.alias === to);
     if (byAlias.length === 1) return byAlias[0].key;
@@ -1931,6 +1965,18 @@ export class Peer {
     return this.#logFlush;
   }
 
+  /**
+   * Remembers whom `id` went to (a cache for waitAck; the outbox is the
+   * truth): at most ACKED_MEMORY, so msgs queued to a peer that is down are
+   * held in the store only.
+   */
+  #noteSent(id: string, key: string): void {
+    this.#sentTo.set(id, key);
+    if (this.#sentTo.size > ACKED_MEMORY) {
+      this.#sentTo.delete(this.#sentTo.keys().next().value!);
+    }
+  }
+
   #noteAck(peer: string, id: string, th: string | undefined): void {
     this.#acked.add(id);
     if (this.#acked.size > ACKED_MEMORY) {
@@ -1984,6 +2030,13 @@ export class Peer {
     conn: Connection,
     lines: ReceivedLine[],
   ): Promise<ReceiveExtras | void> {
+    // An acked request is a promise: journaled before its msg commits.
+    const msgs = lines.filter((l) => l.message.t === "msg").map((l) =>
+      l.message as Msg
+    );
+    if (msgs.length > 0) {
+      await this.#requests.journal(peer, msgs, conn.remote?.grants ?? []);
+    }
     const chunks = lines.flatMap(({ message, bytes }) =>
       message.t === "chunk" ? [bytes ? { ...message, bytes } : message] : []
     );

@@ -338,6 +338,37 @@ export async function serveRequest(
 }
 
 /**
+ * The result of a served request that was running when the serving process
+ * died (it is not run again: it may have half happened). Its `error` says
+ * so; the requester gets it exactly once.
+ *
+ * @example
+ * ```ts
+ * import { interruptedReply } from "./profile.ts";
+ * const reply = interruptedReply({ th: "t1", re: "m1", cap: "exec" });
+ * console.log((reply.parts[1] as { data: { error: string } }).data.error.startsWith("interrupted")); // true
+ * ```
+ */
+export function interruptedReply(
+  request: { th: string; re: string; cap: string },
+): ResultReply {
+  const error =
+    "interrupted: the serving peer stopped while it ran (it was not run again; it may have partly happened)";
+  return {
+    th: request.th,
+    re: request.re,
+    parts: [
+      { k: "text", text: `${request.cap} failed: ${error}` },
+      {
+        k: "data",
+        mime: RESULT_MIME[request.cap] ?? "application/json",
+        data: { error },
+      },
+    ],
+  };
+}
+
+/**
  * Handles the profile requests of a received msg: `[]` when it carries
  * none, else one outcome per request part, in part order (served requests
  * run concurrently). Never throws.

@@ -173,6 +173,8 @@ export interface SupervisorOptions {
   shares?: () => string[];
   /** Connection timeouts in ms. */
   timeouts?: Partial<ConnectionTimeouts>;
+  /** Per connection, bound on bytes not yet written to the socket. */
+  maxUnsentBytes?: number;
   /** Reconnect backoff timing (and its random source, for tests). */
   dialer?: { timing?: Partial<DialerTiming>; random?: () => number };
   /** Allow plaintext TCP with public addresses (see actors/transport.ts). */
@@ -894,6 +896,7 @@ export class Supervisor {
       grants: present?.length ? this.#grantsWith(present) : this.#o.grants,
       ...(this.#o.shares ? { shares: this.#o.shares } : {}),
       timeouts: this.#o.timeouts,
+      maxUnsentBytes: this.#o.maxUnsentBytes,
       admit: this.#o.admit,
       onAuthenticated: (c) => this.#activate(c),
       beforeCommit: this.#o.beforeCommit

@@ -40,6 +40,7 @@ import { idleWorkload } from "./workloads/idle_connections.ts";
 import { cliStartWorkload } from "./workloads/cli_start.ts";
 import { inspectionWorkload } from "./workloads/inspection.ts";
 import { microWorkload } from "./workloads/micro.ts";
+import { hostileWorkload } from "./workloads/hostile.ts";
 
 /** Every workload, in run order. */
 export const WORKLOADS: readonly Workload[] = [
@@ -55,6 +56,7 @@ export const WORKLOADS: readonly Workload[] = [
   idleWorkload,
   cliStartWorkload,
   inspectionWorkload,
+  hostileWorkload,
   microWorkload,
 ];
 

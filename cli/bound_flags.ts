@@ -48,6 +48,14 @@ const BOUNDS = {
     unit: "bytes",
     apply: (o, v) => o.unfinishedBlobs = { ...o.unfinishedBlobs, total: v },
   },
+  "max-unsent": {
+    unit: "bytes",
+    apply: (o, v) => o.maxUnsentBytes = v,
+  },
+  "max-serving": {
+    unit: "count",
+    apply: (o, v) => o.maxServing = v,
+  },
   "unfinished-blob-ttl": {
     unit: "seconds",
     apply: (o, v) =>

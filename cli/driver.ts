@@ -19,6 +19,7 @@ import type { Part } from "../wire/types.ts";
 import { type FlagSpec, parseArgs, UsageError } from "./args.ts";
 import { checkStoreUrl } from "./daemon_flags.ts";
 import { openPeer } from "./open_peer.ts";
+import { LineWriter } from "./line_writer.ts";
 import { kvAvailable, reexecWithKv } from "./self_command.ts";
 
 /**
@@ -207,16 +208,21 @@ class Driver {
   #cursor = 0;
   #savedCursor = 0;
   #cursorTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Event lines to stdout, a burst's in one write. */
+  #out = new LineWriter(Deno.stdout, (seq) => this.#wrote(seq));
 
   constructor(options: DriverOptions) {
     this.#o = options;
   }
 
-  #emit(event: Record<string, unknown>): void {
-    writeLine(Deno.stdout, JSON.stringify(event));
-    if (this.#o.verbose) {
-      writeLine(Deno.stderr, `event ${JSON.stringify(event).slice(0, 300)}`);
-    }
+  /**
+   * Writes an event line. `seq` (a recv's log position) moves the cursor
+   * once the line is written, not before.
+   */
+  #emit(event: Record<string, unknown>, seq?: number): void {
+    const line = JSON.stringify(event);
+    this.#out.push(line, seq);
+    if (this.#o.verbose) writeLine(Deno.stderr, `event ${line.slice(0, 300)}`);
   }
 
   #error(detail: string): void {
@@ -290,14 +296,17 @@ class Driver {
     } catch (error) {
       this.#error(`${mode} ${addr}: ${oneLine(error)}`);
       await this.#peer.close().catch(() => {});
+      await this.#out.flush();
       return 1;
     }
     const code = await finished;
     Deno.removeSignalListener("SIGINT", onSignal);
     Deno.removeSignalListener("SIGTERM", onSignal);
+    await this.#out.flush();
     await this.#saveCursor();
     await this.#peer.close().catch(() => {});
     await pump;
+    await this.#out.flush();
     return code;
   }
 
@@ -341,7 +350,9 @@ class Driver {
     }
     if (cmd.cmd === "quit") {
       // At once, without a bye: everything queued is already durable.
-      void this.#saveCursor().finally(() => Deno.exit(0));
+      void this.#out.flush().then(() => this.#saveCursor()).finally(() =>
+        Deno.exit(0)
+      );
       return;
     }
     if (cmd.cmd === "memory") {
@@ -510,9 +521,9 @@ class Driver {
     ev: Extract<PeerEvent, { type: "state" }>,
   ): Promise<unknown> {
     try {
-      const log = await this.#peer.log({ peer: ev.peer, th: ev.th });
-      const hit = log.findLast((e) => e.dir === "in" && e.id === ev.id);
-      if (hit) return JSON.parse(hit.line);
+      // Its log entry by seq: one read, not the thread's whole log.
+      const [hit] = await this.#peer.log({ after: ev.seq - 1, limit: 1 });
+      if (hit?.dir === "in" && hit.id === ev.id) return JSON.parse(hit.line);
     } catch { /* fall back */ }
     return {
       t: "state",
@@ -543,8 +554,7 @@ class Driver {
         return;
       case "message":
         this.#noteThread(ev.message.th, ev.peer);
-        this.#emit({ event: "recv", msg: ev.message, seq: ev.seq });
-        this.#wrote(ev.seq);
+        this.#emit({ event: "recv", msg: ev.message, seq: ev.seq }, ev.seq);
         return;
       case "state":
         this.#noteThread(ev.th, ev.peer);
@@ -552,8 +562,7 @@ class Driver {
           event: "recv",
           msg: await this.#stateLine(ev),
           seq: ev.seq,
-        });
-        this.#wrote(ev.seq);
+        }, ev.seq);
         return;
       case "line":
         // msg and state are reported once durable (above); acks have their

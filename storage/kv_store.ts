@@ -30,7 +30,7 @@
  * | `["seen", pk, tk]` | `{ th?, id?, floor?, max? }` last received id; dedup floor; highest id (above it, no `rx` read) |
  * | `["thr", pk, tk]` | {@link ThreadRecord} |
  * | `["log", seq]` | {@link LogEntry} |
- * | `["logp", pk, seq]`, `["logt", pk, tk, seq]` | `1`: log indexes by peer, thread |
+ * | `["logt", pk, tk, seq]` | `1`: log index by thread (a line with a `th`) |
  * | `["peer", pk]` | {@link PeerRecord} |
  * | `["grant", kind, hash]` | {@link GrantRecord} |
  * | `["revoked", hash]` | revocation time |
@@ -41,8 +41,9 @@
  * The outbox has no index rows: an {@link OutboxIndex} in memory (thread,
  * type, queue time and parts of each entry) is rebuilt from the `ob` records
  * on open, so an enqueue costs one row and an ack one delete, with no reads.
- * Stores written before this layout have `obt`, `obc`, `obq`, `obx` and
- * `rxq` index rows; open deletes them.
+ * Stores written before this layout have `obt`, `obc`, `obq`, `obx`,
+ * `rxq` and `logp` (log by peer) index rows; open deletes them. A log query
+ * by peer alone scans the log (rare: views read by thread).
  *
  * ## Bounded indexes
  *
@@ -62,7 +63,7 @@
  * `maxLogBytes` of line text (default 256 MiB; over it, the oldest go until
  * 90% is left; the running total is kept under `["seq", "logbytes"]`): every
  * `min(1000, maxLogEntries / 10)` appends a trim deletes the oldest entries
- * with their parts and `logp`/`logt` keys, so it never holds more than the
+ * with their parts and `logt` keys, so it never holds more than the
  * bound plus one trim interval. `expireOutbox` also trims log entries older
  * than `olderThan`, from the oldest on.
  *
@@ -87,6 +88,7 @@ import type {
   PeerRecord,
   ReceiveExtras,
   ReceiveOutcome,
+  RequestRecord,
   Store,
   ThreadPatch,
   ThreadRecord,
@@ -543,7 +545,7 @@ interface SeenRecord {
 }
 
 /** Index rows of the layout before the in-memory outbox index (deleted on open). */
-const LEGACY_INDEXES = ["obt", "obc", "obq", "obx", "rxq"];
+const LEGACY_INDEXES = ["obt", "obc", "obq", "obx", "rxq", "logp"];
 
 /**
  * The {@link Store} on Deno KV (or any {@link KvBackend}). Single writer:
@@ -1307,11 +1309,10 @@ export class KvStore implements Store {
       this.#trimLog().catch(() => {});
     }
     const seq = ++this.#seq;
-    const pk = keyText(entry.peer);
     await tx.putRecord(["log", seq], { seq, ...entry }, true);
-    tx.set(["logp", pk, seq], 1);
+    // No index by peer alone: one row fewer per line (readLog scans instead).
     if (entry.th !== undefined) {
-      tx.set(["logt", pk, threadKey(entry.th), seq], 1);
+      tx.set(["logt", keyText(entry.peer), threadKey(entry.th), seq], 1);
     }
     tx.set(LOG_SEQ, seq);
     tx.set(LOG_BYTES, this.#logBytes);
@@ -1351,9 +1352,9 @@ export class KvStore implements Store {
     await tx.deleteRecord(key, parts);
     this.#logBytes = Math.max(0, this.#logBytes - e.line.length);
     tx.set(LOG_BYTES, this.#logBytes);
-    const pk = keyText(e.peer);
-    tx.delete(["logp", pk, e.seq]);
-    if (e.th !== undefined) tx.delete(["logt", pk, threadKey(e.th), e.seq]);
+    if (e.th !== undefined) {
+      tx.delete(["logt", keyText(e.peer), threadKey(e.th), e.seq]);
+    }
     tx.cut();
   }
 
@@ -1365,11 +1366,8 @@ export class KvStore implements Store {
       : Math.max(0, Math.floor(query.after) + 1);
     const out: LogEntry[] = [];
     if (limit <= 0 || start > END_SEQ) return out;
-    if (query.peer !== undefined) {
-      const pk = keyText(query.peer);
-      const base: Key = query.th === undefined
-        ? ["logp", pk]
-        : ["logt", pk, threadKey(query.th)];
+    if (query.peer !== undefined && query.th !== undefined) {
+      const base: Key = ["logt", keyText(query.peer), threadKey(query.th)];
       for await (
         const { key } of this.#backend.list({
           start: [...base, start],
@@ -1377,10 +1375,7 @@ export class KvStore implements Store {
         })
       ) {
         const entry = await this.#read<LogEntry>(["log", key[key.length - 1]]);
-        if (
-          entry && entry.peer === query.peer &&
-          (query.th === undefined || entry.th === query.th)
-        ) {
+        if (entry && entry.peer === query.peer && entry.th === query.th) {
           out.push(entry);
           if (out.length >= limit) break;
         }
@@ -1391,6 +1386,7 @@ export class KvStore implements Store {
     for await (const { value } of listRecords(this.#backend, range, 2)) {
       const entry = value as LogEntry;
       if (query.th !== undefined && entry.th !== query.th) continue;
+      if (query.peer !== undefined && entry.peer !== query.peer) continue;
       out.push(entry);
       if (out.length >= limit) break;
     }
@@ -1496,6 +1492,37 @@ export class KvStore implements Store {
     );
   }
 
+  /** Stores a request journal record, replacing the previous one. */
+  putRequest(record: RequestRecord): Promise<void> {
+    try {
+      requireText(record?.peer, "putRequest: peer");
+      requireText(record.re, "putRequest: re");
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#put(requestKey(record.peer, record.re, record.part), record);
+  }
+
+  /** The journal record of part `part` of msg `re` from `peer`. */
+  request(
+    peer: string,
+    re: string,
+    part: number,
+  ): Promise<RequestRecord | undefined> {
+    return this.#read<RequestRecord>(requestKey(peer, re, part));
+  }
+
+  /** Every request journal record. */
+  requests(): Promise<RequestRecord[]> {
+    return this.#collect<RequestRecord>(["req"], 4);
+  }
+
+  /** Removes a request journal record. */
+  dropRequest(peer: string, re: string, part: number): Promise<void> {
+    const key = requestKey(peer, re, part);
+    return this.#submit(false, (tx) => tx.deleteRecord(key));
+  }
+
   getMeta<T>(name: string): Promise<T | undefined> {
     return this.#read<T>(["meta", keyText(name)]);
   }
@@ -1529,6 +1556,11 @@ export class KvStore implements Store {
     ) out.push(value as T);
     return out;
   }
+}
+
+/** The key of a request journal record. */
+function requestKey(peer: string, re: string, part: number): Key {
+  return ["req", keyText(peer), keyText(re), part];
 }
 
 /** Where a blob transfer record is stored. */

@@ -26,15 +26,19 @@ export interface OutboxMeta {
 
 /** Lines acked cumulatively: a later ack in their thread drops them. */
 const ACKED_ITSELF: ReadonlySet<string> = new Set(["msg", "state"]);
-/** Outboxed lines the remote never acks: a later ack to the peer drops them. */
-const NEVER_ACKED: ReadonlySet<string> = new Set(["grant", "introduce"]);
+/** Outboxed lines the remote never acks (err: forbidden answers): a later ack to the peer drops them. */
+const NEVER_ACKED: ReadonlySet<string> = new Set([
+  "grant",
+  "introduce",
+  "err",
+]);
 
 /** One peer's entries, in id order. */
 class PeerOutbox {
   readonly entries: Map<string, OutboxMeta> = new Map();
   /** Per thread key: ids of threaded entries other than msg/state, ascending. */
   readonly cumulative: Map<string, string[]> = new Map();
-  /** Ids of grant and introduce entries, ascending. */
+  /** Ids of grant, introduce and err entries, ascending. */
   readonly neverAcked: string[] = [];
 }
 

@@ -9,7 +9,7 @@
  * - a received content line is committed before it is acked, and a line
  *   received twice is reported as a duplicate (acked again, not delivered);
  * - `seen` only counts content lines (msg, state, chunk, introduce, mirror).
- * - grant and introduce lines are outboxed and replayed like content, but
+ * - grant, introduce and err lines are outboxed and replayed like content, but
  *   the remote never acks them; one leaves the outbox when the remote acks
  *   any later msg or state of the same peer, in any thread: the stream is
  *   ordered and there is one active connection per peer, so a later line's
@@ -231,6 +231,39 @@ export interface BlobRecord {
   updated: number;
 }
 
+/**
+ * A profile request this peer answers (PROFILE.md), journaled from its
+ * receipt to its answer so that an acked request is answered exactly once,
+ * across crashes. One record per request part; an `err forbidden` for a
+ * msg is one record (`kind: "forbid"`, `part` the first forbidden part).
+ */
+export interface RequestRecord {
+  /** The requester's key. */
+  peer: string;
+  /** The request msg's id. */
+  re: string;
+  /** The request msg's thread. */
+  th: string;
+  /** Index of the request part in the msg's `parts`. */
+  part: number;
+  /** Served here (a result msg answers it) or refused (an err forbidden). */
+  kind: "serve" | "forbid";
+  /** The capability it needs. */
+  cap: string;
+  /** The request part's mime type. */
+  mime: string;
+  /** The request data (serve), or the err's detail (forbid). */
+  data: unknown;
+  /**
+   * received: committed with the msg, not started; running: being served
+   * (a crash here gets an "interrupted" result); answered: the answer is in
+   * the outbox (kept as a tombstone so a re-received msg is not served again).
+   */
+  state: "received" | "running" | "answered";
+  /** ms since the epoch of the last change. */
+  at: number;
+}
+
 /** Options of {@link Store.readLog}. */
 export interface LogQuery {
   /** Only this peer's entries. */
@@ -283,7 +316,7 @@ export interface Store {
   /**
    * Handles an ack of `id` in thread `th`: removes that entry, the earlier
    * never-acked non-msg/state lines of the same thread, and the earlier
-   * grant and introduce lines to `peer` in any thread. Returns true when
+   * grant, introduce and err lines to `peer` in any thread. Returns true when
    * the id was in the outbox.
    */
   acked(peer: string, th: string | undefined, id: string): Promise<boolean>;
@@ -369,6 +402,19 @@ export interface Store {
   ): Promise<BlobRecord | undefined>;
   /** Blob transfer records, optionally for one peer. */
   blobs(peer?: string): Promise<BlobRecord[]>;
+
+  /** Stores a request journal record, replacing the previous one. */
+  putRequest(record: RequestRecord): Promise<void>;
+  /** The journal record of part `part` of msg `re` from `peer`, or undefined. */
+  request(
+    peer: string,
+    re: string,
+    part: number,
+  ): Promise<RequestRecord | undefined>;
+  /** Every request journal record. */
+  requests(): Promise<RequestRecord[]>;
+  /** Removes a request journal record. */
+  dropRequest(peer: string, re: string, part: number): Promise<void>;
 
   /** A small persisted value (counters such as presence seq, config). */
   getMeta<T>(name: string): Promise<T | undefined>;

@@ -284,14 +284,47 @@ Deno.test("KvStore: log trims delete split records' parts and index keys", async
     assert.ok(log.every((k) => (k[1] as number) > 20), JSON.stringify(log));
     // Heads of 21..30 and 3 parts each of 25 and 30.
     assert.equal(log.length, 10 + 6);
-    assert.equal((await rawKeys(path, "logp")).length, 10);
+    // No index by peer alone: a thread index row per entry, nothing else.
+    assert.deepEqual(await rawKeys(path, "logp"), []);
     assert.equal((await rawKeys(path, "logt")).length, 10);
     assert.deepEqual(await rawKeys(path, "pend"), []);
     // Reopened with a smaller bound: trimmed at open.
     const again = await KvStore.open(path, { maxLogEntries: 3 });
     assert.deepEqual((await again.readLog()).map((e) => e.seq), [28, 29, 30]);
     again.close();
-    assert.equal((await rawKeys(path, "logp")).length, 3);
+    assert.equal((await rawKeys(path, "logt")).length, 3);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("KvStore: open drops the old log-by-peer index; peer queries scan the log", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "awp-kv-" });
+  const path = `${dir}/awp.kv`;
+  try {
+    const first = await KvStore.open(path);
+    await first.log([
+      { peer: "ed25519:a", dir: "out", t: "msg", th: "t", line: "{}", at: 1 },
+      { peer: "ed25519:b", dir: "out", t: "ping", line: "{}", at: 2 },
+      { peer: "ed25519:a", dir: "in", t: "ping", line: "{}", at: 3 },
+    ]);
+    first.close();
+    // As the layout before wrote them.
+    const kv = await Deno.openKv(path);
+    for (const seq of [1, 3]) await kv.set(["logp", "ed25519:a", seq], 1);
+    await kv.set(["logp", "ed25519:b", 2], 1);
+    kv.close();
+    const store = await KvStore.open(path);
+    assert.deepEqual(
+      (await store.readLog({ peer: "ed25519:a" })).map((e) => e.seq),
+      [1, 3],
+    );
+    assert.deepEqual(
+      (await store.readLog({ peer: "ed25519:a", after: 1 })).map((e) => e.at),
+      [3],
+    );
+    store.close();
+    assert.deepEqual(await rawKeys(path, "logp"), []);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

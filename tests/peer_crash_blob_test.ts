@@ -89,7 +89,9 @@ Deno.test("kill -9 of the receiver mid-transfer never loses a chunk", async () =
   const sock = `${dir}/r.sock`;
   const file = `${dir}/payload.bin`;
   const data = crypto.getRandomValues(new Uint8Array(60_000));
-  const payload = new Uint8Array(2 * 1024 * 1024);
+  // Several times the receiver's 4 MiB of lines in flight, so no one batch
+  // can take the rest of the file past the next kill point.
+  const payload = new Uint8Array(16 * 1024 * 1024);
   for (let i = 0; i < payload.length; i += data.length) {
     payload.set(data.subarray(0, payload.length - i), i);
   }
@@ -100,7 +102,7 @@ Deno.test("kill -9 of the receiver mid-transfer never loses a chunk", async () =
   const sender = await Peer.open({
     memory: true,
     name: "sender",
-    chunkSize: 2048, // 1024 chunks: many commit windows to land in
+    chunkSize: 16_384, // 1024 chunks: many commit windows to land in
     dialer: { timing: { baseMs: 50, capMs: 200 }, random: () => 0.5 },
   });
   try {

@@ -158,6 +158,11 @@ Deno.test("two peers exchange messages in several threads both ways, with acks, 
         }),
       /^TypeError: send: invalid msg: [^\n]+$/,
     );
+    // The size limit counts UTF-8 bytes: 600,000 "é" are 1.2 MB (over 1 MiB).
+    await assert.rejects(
+      () => b.peer.send("alice", "é".repeat(600_000)),
+      /the msg line would exceed 1048576 bytes/,
+    );
 
     // bye: a sees the bye and both see the disconnect.
     await b.peer.bye("alice", "see you");

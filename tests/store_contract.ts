@@ -688,6 +688,39 @@ const cases: Case[] = [
       assert.equal(await store.getMeta("presence.seq"), undefined);
     },
   ],
+  [
+    "the request journal keeps one record per peer, msg and part; a big request's data survives",
+    async ({ store }) => {
+      const record = {
+        peer: PEER,
+        re: "m1",
+        th: "t1",
+        part: 0,
+        kind: "serve" as const,
+        cap: "fs:write",
+        mime: "application/vnd.awp.fs-write+json",
+        // Over one KV value: stored in parts.
+        data: { path: "a.txt", content: "x".repeat(200_000) },
+        state: "received" as const,
+        at: 1,
+      };
+      await store.putRequest(record);
+      await store.putRequest({ ...record, part: 1 });
+      await store.putRequest({ ...record, peer: OTHER });
+      assert.deepEqual(await store.request(PEER, "m1", 0), record);
+      assert.equal(await store.request(PEER, "m2", 0), undefined);
+      await store.putRequest({ ...record, state: "answered", data: null });
+      assert.equal((await store.request(PEER, "m1", 0))?.state, "answered");
+      assert.equal((await store.requests()).length, 3);
+      await store.dropRequest(PEER, "m1", 1);
+      assert.equal(await store.request(PEER, "m1", 1), undefined);
+      assert.deepEqual(
+        (await store.requests()).map((r) => `${r.peer === PEER} ${r.part}`)
+          .sort(),
+        ["false 0", "true 0"],
+      );
+    },
+  ],
   ["very long peer keys and thread ids work", async ({ store }) => {
     const peer = "ed25519:" + "p".repeat(3000);
     const th = "t".repeat(5000);
