@@ -49,7 +49,7 @@ export type {
   ReceiveOutcome,
 } from "./storage/store.ts";
 export type { RemoteHello } from "./actors/connection.ts";
-export type { ReceiveExtras } from "./storage/store.ts";
+export type { ReceiveExtras, RequestRecord } from "./storage/store.ts";
 export type { ConnectionLimits } from "./actors/connection_gate.ts";
 export type { UnfinishedBlobLimits } from "./actors/peer_blobs.ts";
 export type { ConnectionTimeouts } from "./actors/connection_machine.ts";
