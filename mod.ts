@@ -6,7 +6,7 @@
  *
  * @example
  * ```ts
- * import { Peer } from "./mod.ts";
+ * import { Peer } from "jsr:@awp/peer";
  * const a = await Peer.open({ memory: true });
  * const b = await Peer.open({ memory: true });
  * await b.connect(await a.listen("tcp:127.0.0.1:0"));
@@ -49,6 +49,9 @@ export type {
   ReceiveOutcome,
 } from "./storage/store.ts";
 export type { RemoteHello } from "./actors/connection.ts";
+export type { ReceiveExtras, RequestRecord } from "./storage/store.ts";
+export type { ConnectionLimits } from "./actors/connection_gate.ts";
+export type { UnfinishedBlobLimits } from "./actors/peer_blobs.ts";
 export type { ConnectionTimeouts } from "./actors/connection_machine.ts";
 export type { DialerTiming } from "./actors/dialer_machine.ts";
 export type { AdmissionMode } from "./actors/policy.ts";
@@ -80,7 +83,10 @@ export type {
   HubEvent,
   HubEventEvent,
   HubSnapshotEvent,
+  InspectableActor,
+  InspectedEvent,
   InspectionHub,
+  InspectObserver,
   LogEntry as InspectorLogEntry,
   Progress,
   RegisterOptions,
@@ -107,7 +113,12 @@ export {
   type WebSocketAddress,
 } from "./wire/address.ts";
 export { timestamp } from "./wire/time.ts";
-export { StoreUnavailableError } from "./storage/open_store.ts";
+export {
+  HomeNotDirectoryError,
+  StoreDamagedError,
+  StorePermissionsError,
+  StoreUnavailableError,
+} from "./storage/open_store.ts";
 export {
   BlobSourceError,
   BlobTooLargeError,

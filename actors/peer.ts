@@ -736,8 +736,9 @@ export class Peer {
           blobs: `${options.home}/blobs`,
         };
       }
-      await Deno.mkdir(dirs.spool, { recursive: true });
-      await Deno.mkdir(dirs.blobs, { recursive: true });
+      // Private, like the store: they hold what the peers exchange.
+      await Deno.mkdir(dirs.spool, { recursive: true, mode: 0o700 });
+      await Deno.mkdir(dirs.blobs, { recursive: true, mode: 0o700 });
       const hosts = await MirrorSharer.savedHosts(store);
       const peer = new Peer(signer, store, options, dirs, hosts);
       peer.#sup.start();

@@ -179,8 +179,12 @@ function reasonOf(error: unknown): string {
   return message.split("\n")[0].trim() || "failed";
 }
 
+/** How to allow it, for people at the CLI (the library's option is `allowPublic`). */
+const PLAINTEXT_HINT =
+  "run the peer with AWP_ALLOW_PLAINTEXT=1 in its environment, e.g. awp down; AWP_ALLOW_PLAINTEXT=1 awp up";
+
 const publicRefusal =
-  "plaintext TCP to a public address refused (set allowPublic or AWP_ALLOW_PLAINTEXT=1)";
+  `plaintext TCP to a public address refused: ${PLAINTEXT_HINT}`;
 
 interface Pending {
   bytes: Uint8Array;
@@ -438,7 +442,7 @@ export async function listen(
       throw new TransportError(
         address,
         "listen",
-        "plaintext TCP on a public address refused (set allowPublic or AWP_ALLOW_PLAINTEXT=1)",
+        `plaintext TCP on a public address refused: ${PLAINTEXT_HINT}`,
       );
     }
     try {

@@ -9,6 +9,15 @@
  * @module
  */
 
+/** Shortest key prefix that names a peer (as `resolvePeer` requires). */
+const KEY_PREFIX_MIN = 4;
+
+/** An unknown flag that could be a key: how to pass it as one. */
+function keyHint(word: string): string {
+  if (!/^-[A-Za-z0-9_-]+$/.test(word)) return "";
+  return ` (a key that begins with "-": write ed25519:${word}, or put -- before it)`;
+}
+
 /** A bad command line: exit code 2 with one line. */
 export class UsageError extends Error {
   /**
@@ -100,8 +109,9 @@ export const COMMON_FLAGS: readonly FlagSpec[] = [
 /**
  * Parses `argv` against `specs` (plus {@link COMMON_FLAGS}). `--` ends the
  * flags; `-` alone is a positional (stdin). An unknown single-dash word of
- * five or more characters is kept as a positional, so a key prefix that
- * starts with `-` still names a peer.
+ * four or more characters is kept as a positional, so a key prefix that
+ * starts with `-` still names a peer; a shorter one's error says how to
+ * pass it (after `--`, or as `ed25519:-…`).
  *
  * @example
  * ```ts
@@ -141,15 +151,17 @@ export function parseArgs(
       const name = eq === -1 ? word.slice(2) : word.slice(2, eq);
       inline = eq === -1 ? undefined : word.slice(eq + 1);
       spec = byLong.get(name);
-      if (!spec) throw new UsageError(`unknown flag --${name}`);
+      if (!spec) {
+        throw new UsageError(`unknown flag --${name}${keyHint(word)}`);
+      }
     } else {
       spec = byShort.get(word.slice(1));
       if (!spec) {
-        if (word.length >= 5) {
+        if (word.length >= KEY_PREFIX_MIN) {
           positionals.push(word);
           continue;
         }
-        throw new UsageError(`unknown flag ${word}`);
+        throw new UsageError(`unknown flag ${word}${keyHint(word)}`);
       }
     }
     if (spec.type === "optional") {

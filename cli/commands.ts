@@ -16,6 +16,7 @@ import type {
   ProgressItem,
   SendResult,
   StatusResult,
+  ThreadRow,
   WaitResult,
 } from "./protocol.ts";
 import { selfCommand } from "./self_command.ts";
@@ -25,8 +26,15 @@ import {
   daemonFlagArgv,
   daemonFlagValues,
 } from "./daemon_flags.ts";
-import { parseAddress } from "../wire/address.ts";
 import { SAMVAD_COMMAND } from "../samvad/cli.ts";
+import { addressArg } from "./address_arg.ts";
+import { PROFILE_COMMANDS } from "./profile_commands.ts";
+import { renderPart, type ShownPart } from "./render_part.ts";
+import {
+  ensureHomeDir,
+  HomeNotDirectoryError,
+  moveStoreAside,
+} from "../storage/store_file.ts";
 
 /** What a command gets to run with. */
 export interface CommandContext {
@@ -74,6 +82,7 @@ export async function ensureDaemon(
   home: string,
   extra: string[] = [],
 ): Promise<boolean> {
+  await checkHomeIsDirectory(home);
   const paths = homePaths(home);
   try {
     await controlCall(paths.control, home, "ping", {});
@@ -81,7 +90,7 @@ export async function ensureDaemon(
   } catch (error) {
     if (!(error instanceof NoDaemonError)) throw error;
   }
-  await Deno.mkdir(home, { recursive: true, mode: 0o700 });
+  await ensureHomeDir(home);
   const { command, args } = selfCommand([
     "daemon",
     "--home",
@@ -130,7 +139,8 @@ export async function ensureDaemon(
 async function lastLogLine(path: string): Promise<string> {
   try {
     const lines = (await Deno.readTextFile(path)).trim().split("\n");
-    return lines.at(-1) || `see ${path}`;
+    // The log's own timestamp and level are noise in a one-line error.
+    return lines.at(-1)?.replace(/^\S+Z (error: )?/, "") || `see ${path}`;
   } catch {
     return `see ${path}`;
   }
@@ -157,6 +167,7 @@ export function makeContext(args: Args, out: Output): CommandContext {
     out,
     home,
     async call(op, opArgs = {}, options = {}) {
+      await checkHomeIsDirectory(home);
       if (options.start) await ensureDaemon(home);
       return await controlCall(
         paths.control,
@@ -168,6 +179,17 @@ export function makeContext(args: Args, out: Output): CommandContext {
       );
     },
   };
+}
+
+/** A home that is a file is named in the error, before anything else is tried. */
+async function checkHomeIsDirectory(home: string): Promise<void> {
+  try {
+    if ((await Deno.stat(home)).isDirectory) return;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return; // made on first start
+    if (!(error instanceof Deno.errors.NotADirectory)) throw error;
+  }
+  throw new HomeNotDirectoryError(home);
 }
 
 function shortKey(key: string): string {
@@ -255,13 +277,8 @@ function itemLine(out: Output, item: InboxItem): string {
       const extra = blobs.map((b) =>
         `\n  file ${b.name ?? b.ref}: ${b.path ?? b.status}`
       ).join("");
-      const parts = (item.parts ?? []) as Array<
-        { k: string; lang?: string; mime?: string }
-      >;
-      const more = parts.filter((p) => p.k === "code" || p.k === "data")
-        .map((p) =>
-          `\n  ${p.k}${p.lang ? ` (${p.lang})` : p.mime ? ` (${p.mime})` : ""}`
-        ).join("");
+      const more = ((item.parts ?? []) as ShownPart[]).map(renderPart)
+        .join("");
       return `${from}${th}: ${subject}${item.text ?? ""}${more}${extra}`;
     }
     case "state":
@@ -319,15 +336,10 @@ class ProgressBars {
   }
 }
 
-/** A malformed address is a usage error, caught before the daemon is involved. */
-function checkAddress(text: string, always = false): void {
-  if (!always && !/^(tcp|unix|wss?):/i.test(text)) return; // a peer name or key
-  try {
-    parseAddress(text);
-  } catch (error) {
-    throw new UsageError(
-      error instanceof Error ? error.message : String(error),
-    );
+/** A command that takes no arguments says so about the first one given. */
+function noPositionals(args: Args): void {
+  if (args.positionals.length > 0) {
+    throw new UsageError(`unexpected argument "${args.positionals[0]}"`);
   }
 }
 
@@ -358,11 +370,7 @@ export const COMMANDS: Record<string, Command> = {
     help: DAEMON_CONFIG_HELP +
       "\nWhen the daemon is already running, the flags apply from its next start (awp down; awp up ...).",
     async run(ctx) {
-      if (ctx.args.positionals.length > 0) {
-        throw new UsageError(
-          `unexpected argument "${ctx.args.positionals[0]}"`,
-        );
-      }
+      noPositionals(ctx.args);
       const values = daemonFlagValues(ctx.args);
       if (values.store && !Deno.env.get("DENO_KV_ACCESS_TOKEN")) {
         throw new UsageError(
@@ -491,6 +499,53 @@ export const COMMANDS: Record<string, Command> = {
       return 0;
     },
   },
+  reset: {
+    summary:
+      "start over with a new identity: move the store aside (nothing is deleted)",
+    usage: "awp reset --home DIR",
+    flags: [],
+    help:
+      "Moves awp.kv (and its -wal and -shm) to awp.kv.<time>.bak in the home; the next start\n" +
+      "creates a new identity with no peers or threads. The daemon must be stopped (awp down).\n" +
+      "To undo, stop the daemon and move the .bak files back.",
+    async run(ctx) {
+      noPositionals(ctx.args);
+      if (!ctx.args.has("home")) {
+        // Starting over is never the default: the home is named on purpose.
+        throw new UsageError(
+          `name the home to reset: awp reset --home ${ctx.home}`,
+        );
+      }
+      await checkHomeIsDirectory(ctx.home);
+      const running = await ctx.call("ping").then(() => true, (error) => {
+        if (error instanceof NoDaemonError) return false;
+        throw error;
+      });
+      // Holding the daemon's lock keeps one from starting while we move.
+      using lock = await Deno.open(homePaths(ctx.home).lock, {
+        create: true,
+        read: true,
+        write: true,
+        mode: 0o600,
+      });
+      if (running || !(await lock.tryLock(true))) {
+        throw new ControlError(
+          `the daemon for ${ctx.home} is running: stop it first (awp down --home ${ctx.home})`,
+        );
+      }
+      const moved = await moveStoreAside(ctx.home);
+      if (ctx.out.json) ctx.out.value({ home: ctx.home, moved });
+      else if (moved.length === 0) ctx.out.line(`no store in ${ctx.home}`);
+      else {
+        ctx.out.line(
+          `moved the store aside to ${
+            moved[0]
+          }; the next start creates a new identity`,
+        );
+      }
+      return 0;
+    },
+  },
   status: {
     summary: "show identity, addresses and peers (does not start the daemon)",
     usage: "awp status",
@@ -519,10 +574,13 @@ export const COMMANDS: Record<string, Command> = {
     }],
     async run(ctx) {
       const addr = ctx.args.positionals[0];
-      if (addr) checkAddress(addr, true);
-      const res = await ctx.call("listen", addr ? { addr } : {}, {
-        start: true,
-      }) as {
+      const res = await ctx.call(
+        "listen",
+        addr ? { addr: addressArg(addr, true) } : {},
+        {
+          start: true,
+        },
+      ) as {
         key: string;
         addrs: string[];
       };
@@ -558,10 +616,11 @@ export const COMMANDS: Record<string, Command> = {
     ],
     async run(ctx) {
       needPositional(ctx.args, 1, "address");
-      checkAddress(ctx.args.positionals[0]);
+      // A malformed address is a usage error, caught before the daemon is involved.
+      const target = addressArg(ctx.args.positionals[0]);
       const timeoutMs = parseDuration(ctx.args.string("timeout") ?? "1m");
       const r = await ctx.call("connect", {
-        target: ctx.args.positionals[0],
+        target,
         timeoutMs,
         wait: ctx.args.bool("wait"),
       }, { start: true }) as {
@@ -636,7 +695,7 @@ export const COMMANDS: Record<string, Command> = {
       const words = [...a.positionals];
       // A malformed address as the peer is a usage error, as for connect.
       const to = a.string("to") ?? (words.length > 1 ? words[0] : undefined);
-      if (to !== undefined) checkAddress(to);
+      if (to !== undefined) addressArg(to);
       if (words.includes("-")) {
         const stdin = await readStdin();
         for (let i = 0; i < words.length; i++) {
@@ -853,7 +912,9 @@ export const COMMANDS: Record<string, Command> = {
           `${t.th}  ${who(t.peer, t.peerName)}  mine ${side(t.mine)}  theirs ${
             side(t.theirs)
           }` +
-            `${t.unread ? `  ${t.unread} unread` : ""}  ${subject}`,
+            `${t.unread ? `  ${t.unread} unread` : ""}${
+              t.refused ? `  refused ${t.refused}` : ""
+            }  ${subject}`,
         );
       }
       return 0;
@@ -1043,14 +1104,10 @@ export const COMMANDS: Record<string, Command> = {
     flags: [],
     help:
       "Publishing is opt-in: awp up --presence, AWP_PRESENCE=1 in the daemon's environment,\n" +
-      'or "presence": true in ${home}/config.json. --no-relay (or "relay": false) stops\n' +
+      'or "presence": true in config.json in the home. --no-relay (or "relay": false) stops\n' +
       "forwarding other agents' documents.",
     async run(ctx) {
-      if (ctx.args.positionals.length > 0) {
-        throw new UsageError(
-          `unexpected argument "${ctx.args.positionals[0]}"`,
-        );
-      }
+      noPositionals(ctx.args);
       const r = await ctx.call("presence", {}, { start: true }) as {
         publishing: boolean;
         relaying: boolean;
@@ -1133,6 +1190,7 @@ export const COMMANDS: Record<string, Command> = {
       return 0;
     },
   },
+  ...PROFILE_COMMANDS,
   mirrored: {
     summary:
       "list threads other agents mirror here, or one thread's lines (kept apart from ours)",
@@ -1203,16 +1261,6 @@ export const COMMANDS: Record<string, Command> = {
   },
   samvad: SAMVAD_COMMAND,
 };
-
-interface ThreadRow {
-  peer: string;
-  peerName?: string;
-  th: string;
-  subject?: string;
-  mine?: { state: string; ts: string };
-  theirs?: { state: string; ts: string };
-  unread: number;
-}
 
 function peerLine(out: Output, p: PeerSummary): string {
   const state = p.connected

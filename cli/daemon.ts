@@ -16,7 +16,14 @@ import { InspectionHub } from "../inspector/inspection_hub.ts";
 import { type InspectorServer, serveInspector } from "../inspector/server.ts";
 import type { DashboardServer } from "../web/serve_dashboard.ts";
 import type { LogEntry, ThreadRecord } from "../storage/store.ts";
-import { openStore, StoreUnavailableError } from "../storage/open_store.ts";
+import {
+  ensureHomeDir,
+  HomeNotDirectoryError,
+  openStore,
+  StoreDamagedError,
+  StorePermissionsError,
+  StoreUnavailableError,
+} from "../storage/open_store.ts";
 import { AddressError, parseAddress } from "../wire/address.ts";
 import { grantHash } from "../wire/grant.ts";
 import { REQUEST_MIMES } from "../actors/profile.ts";
@@ -175,6 +182,19 @@ export async function runDaemon(options: DaemonOptions): Promise<number> {
   return await daemon.run();
 }
 
+/**
+ * The name a peer announces when none is given: who runs it and where, and
+ * which home unless it is the default one, e.g. `ana@build1` or
+ * `ana@build1:worker`, so two local peers are told apart.
+ */
+function defaultName(home: string): string {
+  const user = Deno.env.get("USER") ?? Deno.env.get("LOGNAME") ??
+    Deno.env.get("USERNAME") ?? "awp";
+  const base = `${user}@${Deno.hostname()}`;
+  const dir = home.split("/").filter(Boolean).at(-1) ?? "";
+  return dir === "" || dir === ".awp" ? base : `${base}:${dir}`;
+}
+
 class Daemon {
   readonly #o: DaemonOptions;
   readonly #paths: ReturnType<typeof homePaths>;
@@ -214,7 +234,10 @@ class Daemon {
     const text = `${new Date().toISOString()} ${line}\n`;
     try {
       if (this.#o.log) {
-        Deno.writeTextFileSync(this.#o.log, text, { append: true });
+        Deno.writeTextFileSync(this.#o.log, text, {
+          append: true,
+          mode: 0o600,
+        });
       } else Deno.stderr.writeSync(this.#encoder.encode(text));
     } catch { /* logging must not take the daemon down */ }
   }
@@ -228,13 +251,17 @@ class Daemon {
   async run(): Promise<number> {
     const home = this.#o.home;
     try {
-      await Deno.mkdir(home, { recursive: true, mode: 0o700 });
+      await ensureHomeDir(home);
       this.#lock = await Deno.open(this.#paths.lock, {
         create: true,
         read: true,
         write: true,
+        mode: 0o600,
       });
     } catch (error) {
+      if (error instanceof HomeNotDirectoryError) {
+        return this.#fail(error.message);
+      }
       return this.#fail(`cannot use home ${home}: ${oneLine(error)}`);
     }
     if (!(await this.#lock.tryLock(true))) {
@@ -307,7 +334,6 @@ class Daemon {
           ...config,
           ...(o.name !== undefined ? { name: o.name } : {}),
           ...(o.about !== undefined ? { about: o.about } : {}),
-          ...(o.listen?.length ? { listen: o.listen } : {}),
         };
         if (JSON.stringify(next) !== JSON.stringify(config)) {
           await probe.setMeta(CONFIG_META, next);
@@ -321,7 +347,7 @@ class Daemon {
         probe.close();
       }
       this.#name = o.name ?? file.name ?? config.name ??
-        `awp@${Deno.hostname()}`;
+        defaultName(o.home);
       const about = o.about ?? file.about ?? config.about;
       listen = o.listen?.length ? o.listen : file.listen ?? config.listen;
       if (o.inspect !== undefined) this.#hub = new InspectionHub();
@@ -342,7 +368,11 @@ class Daemon {
         );
       }
     } catch (error) {
-      if (error instanceof StoreUnavailableError) {
+      if (
+        error instanceof StoreUnavailableError ||
+        error instanceof StoreDamagedError ||
+        error instanceof StorePermissionsError
+      ) {
         return this.#fail(error.message);
       }
       if (error instanceof DaemonConfigError) return this.#fail(error.message);
@@ -359,6 +389,8 @@ class Daemon {
         await this.#peer.close();
         return this.#fail(oneLine(error));
       }
+      // Remembered only once bound: a port in use must not break every later `up`.
+      await this.#rememberListen();
       if (this.#hub) {
         try {
           await this.#serveInspector(this.#o.inspect ?? "", []);
@@ -478,6 +510,14 @@ class Daemon {
     return { url: await this.#inspecting };
   }
 
+  async #rememberListen(): Promise<void> {
+    const listen = this.#o.listen;
+    if (!listen?.length) return;
+    const config = await this.#peer.store.getMeta<Config>(CONFIG_META) ?? {};
+    if (JSON.stringify(config.listen) === JSON.stringify(listen)) return;
+    await this.#peer.store.setMeta(CONFIG_META, { ...config, listen });
+  }
+
   /**
    * Serves the dashboard on `where` ("" for 127.0.0.1:7788 or the next
    * free port, or HOST:PORT). Throws one line.
@@ -565,6 +605,7 @@ class Daemon {
     await ensureSocketDir(this.#paths.peerSocket);
     await Deno.remove(this.#paths.peerSocket).catch(() => {});
     this.#addrs.push(await this.#peer.listen(`unix:${this.#paths.peerSocket}`));
+    await Deno.chmod(this.#paths.peerSocket, 0o600); // like every file in the home
     for (let port = DEFAULT_TCP_PORT; port < DEFAULT_TCP_PORT + 100; port++) {
       try {
         this.#addrs.push(await this.#peer.listen(`tcp:127.0.0.1:${port}`));
@@ -1132,6 +1173,19 @@ class Daemon {
   async #threads(peerQuery: string | undefined, open: boolean) {
     const peer = peerQuery ? await this.#key(peerQuery) : undefined;
     const all = await this.#peer.threads();
+    const refused = new Map<string, string>();
+    for (const p of new Set(all.map((t) => t.peer))) {
+      if (peer && p !== peer) continue;
+      for (const e of await this.#refusals(p)) {
+        const m = JSON.parse(e.line) as { code?: unknown; detail?: unknown };
+        refused.set(
+          `${p} ${e.th}`,
+          `${String(m.code)}${
+            typeof m.detail === "string" ? `: ${m.detail}` : ""
+          }`,
+        );
+      }
+    }
     const rows = [];
     for (const t of all) {
       if (peer && t.peer !== peer) continue;
@@ -1145,6 +1199,9 @@ class Daemon {
         peerName: await this.#nameOf(t.peer),
         my_since: t.mine?.ts,
         their_since: t.theirs?.ts,
+        ...(refused.has(`${t.peer} ${t.th}`)
+          ? { refused: refused.get(`${t.peer} ${t.th}`) }
+          : {}),
       });
     }
     return rows.sort((x, y) => y.updated.localeCompare(x.updated));
@@ -1445,6 +1502,17 @@ class Daemon {
         ...(typeof m.re === "string" ? { re: m.re } : {}),
       };
     }
+    if (e.t === "err") {
+      return {
+        event: "notice",
+        kind: "refused",
+        ...base,
+        ...(typeof m.re === "string" ? { re: m.re } : {}),
+        detail: `${String(m.code)}${
+          typeof m.detail === "string" ? `: ${m.detail}` : ""
+        }`,
+      };
+    }
     if (e.t === "state") {
       return {
         event: "state",
@@ -1454,6 +1522,33 @@ class Daemon {
       };
     }
     return undefined;
+  }
+
+  /**
+   * The errs a peer sent in answer to our msgs (e.g. `forbidden`), each
+   * with the thread of the msg it answers.
+   */
+  async #refusals(peer: string): Promise<Array<LogEntry & { th: string }>> {
+    const log = await this.#peer.log({ peer });
+    const threadOf = new Map<string, string>();
+    for (const e of log) {
+      if (e.t === "msg" && e.dir === "out" && e.id && e.th) {
+        threadOf.set(e.id, e.th);
+      }
+    }
+    const out: Array<LogEntry & { th: string }> = [];
+    for (const e of log) {
+      if (e.t !== "err" || e.dir !== "in") continue;
+      let re: unknown;
+      try {
+        re = JSON.parse(e.line).re;
+      } catch {
+        continue;
+      }
+      const th = typeof re === "string" ? threadOf.get(re) : undefined;
+      if (th) out.push({ ...e, th });
+    }
+    return out;
   }
 
   async #filters(
@@ -1652,10 +1747,16 @@ class Daemon {
     } else {
       entries = await this.#peer.log(peer ? { peer } : {});
     }
+    entries = entries.filter((e) => e.t === "msg" || e.t === "state");
+    // A refused request (err forbidden) shows in the thread it was sent in.
+    for (const p of new Set(entries.map((e) => e.peer))) {
+      entries.push(
+        ...(await this.#refusals(p)).filter((e) => !th || e.th === th),
+      );
+    }
     // A line replayed after a reconnect is logged again: show it once.
     const seen = new Set<string>();
     entries = entries
-      .filter((e) => e.t === "msg" || e.t === "state")
       .sort((x, y) => x.seq - y.seq)
       .filter((e) => {
         const id = `${e.dir} ${e.peer} ${e.id}`;

@@ -14,7 +14,7 @@ import {
 } from "./bound_flags.ts";
 import { type Args, type FlagSpec, UsageError } from "./args.ts";
 import { isKey } from "../wire/keys.ts";
-import { parseAddress } from "../wire/address.ts";
+import { addressArg } from "./address_arg.ts";
 
 /**
  * Flags of the daemon. `up` takes all of them but `--log`.
@@ -90,8 +90,9 @@ export const DAEMON_CONFIG_HELP = [
   "--advertise ADDR   the address peers should dial back (hello.addr), e.g. the",
   "                   public wss:// URL of a proxy in front of a ws:// listener",
   "",
-  "${home}/config.json (read at daemon start; flags and the environment win over it,",
-  "it wins over what earlier flags remembered):",
+  "config.json in the home (HOME_DIR/config.json, where HOME_DIR is --home, $AWP_HOME",
+  "or ~/.awp; read at daemon start; flags and the environment win over it, and it",
+  "wins over what earlier flags remembered):",
   '  {"name": "builder", "about": "ports the middleware",',
   '   "listen": ["tcp:127.0.0.1:7000"], "presence": true, "relay": true,',
   '   "trust": ["ed25519:..."], "serve": ["fs:read"], "root": "/srv/work"}',
@@ -243,20 +244,20 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
   if (accept !== undefined && accept !== "any" && accept !== "allowlist") {
     throw new UsageError(`bad --accept "${accept}": use any or allowlist`);
   }
-  const advertise = args.string("advertise");
-  for (
-    const addr of [...args.list("listen"), ...(advertise ? [advertise] : [])]
-  ) {
+  const checked = (flag: string, addr: string): string => {
     try {
-      parseAddress(addr);
+      return addressArg(addr, true);
     } catch (error) {
       throw new UsageError(
-        `bad --${addr === advertise ? "advertise" : "listen"}: ${
-          error instanceof Error ? error.message : error
-        }`,
+        `bad --${flag}: ${error instanceof Error ? error.message : error}`,
       );
     }
-  }
+  };
+  const listen = args.list("listen").map((addr) => checked("listen", addr));
+  const given = args.string("advertise");
+  const advertise = given === undefined
+    ? undefined
+    : checked("advertise", given);
   const store = args.string("store");
   if (store !== undefined) checkStoreUrl(store);
   const root = args.string("root");
@@ -281,7 +282,7 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
     ...(args.string("about") !== undefined
       ? { about: args.string("about") }
       : {}),
-    listen: args.list("listen"),
+    listen,
     ...(maxBlobBytes !== undefined ? { maxBlobBytes } : {}),
     ...(args.string("log") ? { log: args.string("log") } : {}),
     ...(args.has("inspect") ? { inspect: args.string("inspect") ?? "" } : {}),

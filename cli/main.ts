@@ -140,9 +140,54 @@ async function daemonCommand(argv: string[], out: Output): Promise<number> {
   });
 }
 
+/** Commands that parse their own flags (they get `--home` passed on too). */
+const OWN_PARSERS = new Set([
+  "daemon",
+  "conform",
+  "driver",
+  "mcp",
+  "hook",
+  "bootstrap",
+]);
+
+/** Flags every command takes, so they may come before the command too. */
+const GLOBAL_FLAGS = new Set(["--home", "--json"]);
+
 /**
- * Runs the CLI with `args` (without the program name) and resolves with
- * the exit code. Errors are printed as one line on stderr.
+ * Moves global flags given before the command (`awp --home DIR up`, as git
+ * and docker allow) to after it, where every command reads them. With no
+ * command after them, the words are the daemon's, unchanged.
+ */
+function globalsAfterCommand(argv: readonly string[]): string[] {
+  const globals: string[] = [];
+  let i = 0;
+  while (i < argv.length) {
+    const word = argv[i];
+    const name = word.split("=")[0];
+    if (!GLOBAL_FLAGS.has(name)) break;
+    globals.push(word);
+    i++;
+    if (name === "--home" && !word.includes("=")) {
+      if (i >= argv.length) throw new UsageError("flag --home needs a value");
+      globals.push(argv[i++]);
+    }
+  }
+  const command = argv[i];
+  if (
+    globals.length === 0 || command === undefined ||
+    (command.startsWith("-") && command !== "-h" && command !== "--help")
+  ) return [...argv];
+  // Commands without a home (version, schema, help) take only --json.
+  const homeless = !(command in COMMANDS) && !OWN_PARSERS.has(command);
+  const kept = homeless ? globals.filter((g) => g === "--json") : globals;
+  // Right after the command: before any `--`, after which words are not flags.
+  return [command, ...kept, ...argv.slice(i + 1)];
+}
+
+/**
+ * Runs the CLI with `argv` (without the program name) and resolves with
+ * the exit code. Errors are printed as one line on stderr. `--home` and
+ * `--json` may come before the command or after it.
  *
  * @example
  * ```ts
@@ -151,11 +196,12 @@ async function daemonCommand(argv: string[], out: Output): Promise<number> {
  * console.log(code); // 0
  * ```
  */
-export async function main(args: string[]): Promise<number> {
-  const json = args.includes("--json");
+export async function main(argv: string[]): Promise<number> {
+  const json = argv.includes("--json");
   const out = new Output({ json });
-  const [first, ...rest] = args;
   try {
+    const args = globalsAfterCommand(argv);
+    const [first, ...rest] = args;
     if (
       first === undefined ||
       (first.startsWith("-") && first !== "-h" && first !== "--help")

@@ -133,4 +133,6 @@ export interface ThreadRow {
   unread: number;
   /** RFC 3339 local time of the last change. */
   updated: string;
+  /** The peer refused a request in this thread (its `err`, e.g. "forbidden: ..."). */
+  refused?: string;
 }

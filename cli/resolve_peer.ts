@@ -33,6 +33,8 @@ export type ResolvedPeer =
   | { kind: "peer"; peer: NamedPeer }
   | { kind: "address"; address: string };
 
+import { expandShortAddress } from "../wire/address.ts";
+
 const KEY_PREFIX = "ed25519:";
 
 function isAddress(text: string): boolean {
@@ -46,12 +48,13 @@ function one(
 ): NamedPeer | undefined {
   if (matches.length === 1) return matches[0];
   if (matches.length > 1) {
+    const prefix = (p: NamedPeer) => p.key.slice(KEY_PREFIX.length, 16);
     const list = matches.map((p) =>
-      p.name ? `${p.name} (${p.key.slice(8, 16)})` : p.key.slice(0, 16)
-    )
-      .join(", ");
+      p.name ? `${p.name} (${prefix(p)})` : prefix(p)
+    ).join(", ");
     throw new PeerNameError(
-      `ambiguous peer "${query}": ${what} matches ${list}`,
+      `ambiguous peer "${query}": ${what} matches ${list}; name one by its key prefix, ` +
+        `or give it an alias (awp alias ${prefix(matches[0])} NAME)`,
     );
   }
   return undefined;
@@ -59,7 +62,8 @@ function one(
 
 /**
  * Finds the one peer `query` names among `peers`, in order: full key,
- * alias, announced name, address, key prefix (with or without `ed25519:`,
+ * alias, announced name, address (`HOST:PORT` or a bare host are read as
+ * `tcp:`, port 7000 by default), key prefix (with or without `ed25519:`,
  * at least 4 characters). An address that no known peer has is returned as
  * an address. Throws {@link PeerNameError} when unknown or ambiguous.
  *
@@ -83,15 +87,17 @@ export function resolvePeer(
   if (byAlias) return { kind: "peer", peer: byAlias };
   const byName = one(q, peers.filter((p) => p.name === q), "name");
   if (byName) return { kind: "peer", peer: byName };
-  if (isAddress(q)) {
+  // `10.0.0.7` and `host:7001` are read as tcp: addresses (port 7000 by default).
+  const address = isAddress(q) ? q : expandShortAddress(q);
+  if (address !== undefined) {
     const byAddr = one(
       q,
-      peers.filter((p) => p.addresses?.includes(q)),
+      peers.filter((p) => p.addresses?.includes(address)),
       "address",
     );
     return byAddr
       ? { kind: "peer", peer: byAddr }
-      : { kind: "address", address: q };
+      : { kind: "address", address };
   }
   const bare = q.startsWith(KEY_PREFIX) ? q.slice(KEY_PREFIX.length) : q;
   if (bare.length < 4) {

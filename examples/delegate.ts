@@ -112,7 +112,12 @@ async function ask(addr: string, task: string): Promise<number> {
         event.status === "complete"
       ) {
         blob = { name: event.name, size: event.size };
-        print({ blob: event.name, size: event.size, path: event.path });
+        // An in-memory peer's files go when it closes: keep a copy to print.
+        const kept = `${await Deno.makeTempDir({ prefix: "awp-delegate-" })}/${
+          event.name ?? event.ref
+        }`;
+        await Deno.copyFile(event.path!, kept);
+        print({ blob: event.name, size: event.size, path: kept });
       }
       if (summary !== undefined && blob !== undefined) break;
     }

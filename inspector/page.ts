@@ -37,7 +37,7 @@ main { display:grid; grid-template-columns: 320px 1fr; grid-template-rows: 1fr 2
 #view { overflow:auto; padding:8px 12px; }
 #view h2 { font-size:14px; margin:0 0 6px; }
 #view h2 small { color:var(--mute); font-weight:400; }
-#diagram svg { max-width:100%; height:auto; }
+#diagram svg { display:block; width:100%; height:auto; max-height:calc(100vh - 240px); }
 #diagram g.node.active > path, #diagram g.node.active > polygon, #diagram g.node.active > ellipse { fill:var(--hi) !important; stroke:var(--accent); stroke-width:2.5; }
 #diagram g.cluster.active > path, #diagram g.cluster.active > polygon { fill:#fffaf0; stroke:var(--accent); stroke-width:2; }
 #diagram g.cluster.active > text:first-of-type { fill:var(--accent); font-weight:700; }
@@ -186,6 +186,9 @@ function loadDiagram(a) {
     .then(function (svg) {
       if (currentMachine !== a.machine) return;
       box.innerHTML = svg;
+      // Scale the whole chart to the pane (its viewBox keeps the proportions).
+      var drawn = box.querySelector("svg");
+      if (drawn) { drawn.removeAttribute("width"); drawn.removeAttribute("height"); }
       box.dataset.machine = a.machine;
       highlight();
     });
@@ -207,7 +210,7 @@ function describe(e) {
   var type = typeof ev === "object" && ev && ev.type !== undefined ? String(ev.type) : JSON.stringify(ev);
   if (type.indexOf("xstate.after.") === 0) type = "after " + type.split(".")[2];
   if (e.type === "snapshot") {
-    return "→ " + (stateText(e.value) || e.status) + "  (on " + type + ")" +
+    return "→ " + (stateText(e.value) || e.status) + (type && type !== '""' ? "  (on " + type + ")" : "") +
       (e.status !== "active" ? " [" + e.status + "]" : "");
   }
   var rest = {};

@@ -40,6 +40,11 @@ export interface InspectorServer {
 /** Clients that stop reading are cut off rather than buffered forever. */
 const MAX_BUFFERED = 8 * 1024 * 1024;
 
+/** The tab's icon: a small statechart (two states and a transition). */
+const FAVICON =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect x="1" y="5" width="5" height="6" rx="2" fill="#3182ce"/>' +
+  '<rect x="10" y="5" width="5" height="6" rx="2" fill="#2b6cb0"/><path d="M6 8h4" stroke="#1a202c" stroke-width="1.5"/></svg>';
+
 let vizPromise: Promise<Viz> | undefined;
 
 /**
@@ -143,6 +148,10 @@ export async function serveInspector(
           return text(500, `cannot draw ${key}: ${(err as Error).message}\n`);
         }
       }
+      case "/favicon.ico":
+        return new Response(FAVICON, {
+          headers: { "content-type": "image/svg+xml" },
+        });
       default:
         return text(404, "not found\n");
     }

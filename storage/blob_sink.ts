@@ -228,8 +228,8 @@ export class BlobSink {
       limit,
     );
     sink.#hash = await createSha256();
-    await Deno.mkdir(options.dir, { recursive: true });
-    await Deno.writeFile(sink.#temp, new Uint8Array(0));
+    await Deno.mkdir(options.dir, { recursive: true, mode: 0o700 });
+    await Deno.writeFile(sink.#temp, new Uint8Array(0), { mode: 0o600 });
     return sink;
   }
 

@@ -8,6 +8,15 @@
 import { KvStore } from "./kv_store.ts";
 import { MemoryStore } from "./memory_store.ts";
 import type { Store } from "./store.ts";
+import { prepareStoreFile, StoreDamagedError } from "./store_file.ts";
+
+export {
+  ensureHomeDir,
+  HomeNotDirectoryError,
+  moveStoreAside,
+  StoreDamagedError,
+  StorePermissionsError,
+} from "./store_file.ts";
 
 /**
  * Durable storage cannot be opened in this runtime (Deno KV is unstable and
@@ -83,7 +92,17 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
   if (options.home === undefined || options.home === "") {
     throw new TypeError("openStore: give home, url or memory: true");
   }
-  // Created private: it holds the identity seed.
-  await Deno.mkdir(options.home, { recursive: true, mode: 0o700 });
-  return await KvStore.open(`${options.home}/awp.kv`, storeOptions);
+  const path = await prepareStoreFile(options.home);
+  try {
+    return await KvStore.open(path, storeOptions);
+  } catch (error) {
+    if (error instanceof Deno.errors.PermissionDenied) throw error;
+    throw new StoreDamagedError(
+      path,
+      options.home,
+      `Deno KV cannot open it (${
+        error instanceof Error ? error.message : String(error)
+      })`,
+    );
+  }
 }

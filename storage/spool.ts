@@ -183,8 +183,8 @@ export async function snapshotToSpool(
       throw new BlobTooLargeError(sourcePath, info.size, limit);
     }
 
-    await Deno.mkdir(spoolDir, { recursive: true });
-    out = await Deno.open(temp, { write: true, createNew: true });
+    await Deno.mkdir(spoolDir, { recursive: true, mode: 0o700 });
+    out = await Deno.open(temp, { write: true, createNew: true, mode: 0o600 });
     const hash = await createSha256();
     const buffer = new Uint8Array(COPY_BUFFER);
     let size = 0;

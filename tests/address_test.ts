@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import {
   AddressError,
+  DEFAULT_PORT,
+  expandShortAddress,
   formatAddress,
   isPrivateHost,
   parseAddress,
@@ -155,4 +157,36 @@ Deno.test("ws:// and wss:// addresses: parsed, defaults, round trip, bad forms",
   for (const [text, pattern] of bad) {
     assert.throws(() => parseAddress(text), pattern, text);
   }
+});
+
+Deno.test("expandShortAddress reads HOST:PORT and bare hosts as tcp: (port 7000), and leaves names alone", () => {
+  const cases: Array<[string, string | undefined]> = [
+    ["10.0.0.7", "tcp:10.0.0.7:7000"],
+    ["127.0.0.1:7001", "tcp:127.0.0.1:7001"],
+    ["build1.lan", "tcp:build1.lan:7000"],
+    ["build1.lan:7001", "tcp:build1.lan:7001"],
+    ["localhost", "tcp:localhost:7000"],
+    ["[::1]", "tcp:[::1]:7000"],
+    ["[::1]:9", "tcp:[::1]:9"],
+    ["fd00::7", "tcp:[fd00::7]:7000"],
+    ["alice", undefined],
+    ["AbCd", undefined],
+    ["-YZe", undefined],
+    ["3.14", undefined],
+    ["tcp:10.0.0.7:7000", undefined],
+    ["unix:/tmp/a.sock", undefined],
+  ];
+  for (const [text, want] of cases) {
+    assert.equal(expandShortAddress(text), want, text);
+  }
+  assert.equal(DEFAULT_PORT, 7000);
+  // What it gives is a valid address.
+  for (const [, want] of cases) if (want) parseAddress(want);
+});
+
+Deno.test("parseAddress: a URL-style tcp:// says what was meant", () => {
+  assert.throws(
+    () => parseAddress("tcp://10.0.0.7:7000"),
+    /did you mean tcp:10\.0\.0\.7:7000\?/,
+  );
 });

@@ -95,6 +95,21 @@ Deno.test({
       await page.locator("#log div", { hasText: "MSG_OUT" }).first().waitFor();
       await page.locator("#log div", { hasText: "see the notes" }).first()
         .waitFor();
+      // The thread's chart is scaled to the pane, not cut off at its edge.
+      const chart = page.locator('#diagram[data-machine^="thread"] svg');
+      await chart.waitFor();
+      const box = await chart.boundingBox();
+      const pane = await page.locator("#view").boundingBox();
+      const viewport = page.viewportSize();
+      const fits = box !== null && pane !== null && viewport !== null &&
+        box.width > 0 && box.x + box.width <= pane.x + pane.width + 1 &&
+        box.height <= viewport.height;
+      assert.ok(fits, "the thread chart fits its pane");
+      // No "(on )" for an event without a name.
+      assert.ok(
+        !(await page.locator("#log").innerText()).includes("(on )"),
+        "no empty event names in the log",
+      );
       const out = page.locator('.row[data-kind="blob"]', {
         hasText: "out notes.txt",
       }).first();

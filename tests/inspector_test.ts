@@ -429,3 +429,16 @@ Deno.test("WebSocket streams live events in our format and Stately's", async () 
     await server.close();
   }
 });
+
+Deno.test("server answers /favicon.ico with an icon, not a 404", async () => {
+  const hub = new InspectionHub();
+  const server = await serveInspector(hub, {});
+  try {
+    const r = await fetch(new URL("/favicon.ico", server.url));
+    assert.equal(r.status, 200);
+    assert.equal(r.headers.get("content-type"), "image/svg+xml");
+    assert.match(await r.text(), /^<svg /);
+  } finally {
+    await server.close();
+  }
+});

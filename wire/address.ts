@@ -88,6 +88,9 @@ export function parseAddress(text: string): Address {
     }
     return { kind: "unix", path: rest };
   }
+  if (scheme === "tcp" && rest.startsWith("//")) {
+    throw new AddressError(text, `did you mean tcp:${rest.slice(2)}?`);
+  }
   if (scheme !== "tcp") {
     throw new AddressError(
       text,
@@ -276,4 +279,51 @@ function formatWebSocketAddress(a: WebSocketAddress): string {
   const fallback = a.secure ? 443 : 80;
   const port = a.port === fallback ? "" : `:${a.port}`;
   return `${a.secure ? "wss" : "ws"}://${host}${port}${a.path}`;
+}
+
+/**
+ * The TCP port a short address without one means (what `awp` listens on
+ * first).
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_PORT } from "./address.ts";
+ * console.assert(DEFAULT_PORT === 7000);
+ * ```
+ */
+export const DEFAULT_PORT = 7000;
+
+/**
+ * Reads the short forms people type for a TCP address and returns the full
+ * `tcp:` text: `HOST:PORT`, `[IPv6]:PORT`, and without a port (meaning
+ * {@link DEFAULT_PORT}) an IP literal, `[IPv6]`, `localhost` or a dotted
+ * host name. Anything else (a peer's name, a key prefix, a `tcp:`/`unix:`
+ * address) gives `undefined`. The result still goes through
+ * {@link parseAddress}, which says what is wrong with, say, `10.0.0.300`.
+ *
+ * @example
+ * ```ts
+ * import { expandShortAddress } from "./address.ts";
+ * console.assert(expandShortAddress("10.0.0.7") === "tcp:10.0.0.7:7000");
+ * console.assert(expandShortAddress("build1.lan:7001") === "tcp:build1.lan:7001");
+ * console.assert(expandShortAddress("[::1]") === "tcp:[::1]:7000");
+ * console.assert(expandShortAddress("alice") === undefined);
+ * ```
+ */
+export function expandShortAddress(text: string): string | undefined {
+  const t = text.trim();
+  if (/^[a-z]+:(?!\d+$)/i.test(t)) return undefined; // has a scheme
+  const bracketed = t.match(/^\[([^\]]+)\](?::(\d+))?$/);
+  if (bracketed) {
+    return `tcp:[${bracketed[1]}]:${bracketed[2] ?? DEFAULT_PORT}`;
+  }
+  if (parseIpv6(t) !== undefined) return `tcp:[${t}]:${DEFAULT_PORT}`;
+  if (/^[0-9.]+$/.test(t) && parseIpv4(t) === undefined) return undefined; // "3.14"
+  const withPort = t.match(/^([^:\s/]+):(\d+)$/);
+  if (withPort && HOST_NAME.test(withPort[1])) return `tcp:${t}`;
+  if (
+    HOST_NAME.test(t) &&
+    (t.includes(".") || t.toLowerCase() === "localhost")
+  ) return `tcp:${t}:${DEFAULT_PORT}`;
+  return undefined;
 }
