@@ -66,15 +66,24 @@ export type {
   SamvadAgent,
   SamvadOptions,
 } from "./samvad/samvad_agent.ts";
-export type { SamvadBridge } from "./samvad/bridge.ts";
-export type { BridgeConfig } from "./samvad/bridge_config.ts";
-export type { AgentCard, SkillDef } from "./samvad/card.ts";
-export type { CallOptions, StreamEvent, TaskRecord } from "./samvad/client.ts";
 export type {
+  BridgeOptions,
+  BridgePeer,
+  SamvadBridge,
+} from "./samvad/bridge.ts";
+export type { BridgeConfig } from "./samvad/bridge_config.ts";
+export type { AgentCard, CardKey, SkillDef } from "./samvad/card.ts";
+export type { CallOptions, StreamEvent, TaskRecord } from "./samvad/client.ts";
+export type { DelegationOptions } from "./samvad/delegation.ts";
+export type { RateLimit } from "./samvad/rate_limiter.ts";
+export type {
+  ERROR_STATUS,
   RequestEnvelope,
   ResponseEnvelope,
   SamvadError,
+  SamvadErrorBody,
   SamvadErrorCode,
+  SamvadMode,
 } from "./samvad/envelope.ts";
 export type {
   ActorInfo,

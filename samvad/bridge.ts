@@ -49,9 +49,13 @@ import { decodeBase64 } from "../wire/base64.ts";
 
 /** The Peer methods the bridge uses. */
 export interface BridgePeer {
+  /** This peer's key. */
   readonly key: string;
+  /** Sends a message (as `Peer.send`). */
   send(to: string, text: string, options?: SendOptions): Promise<Sent>;
+  /** Sets a thread's state (as `Peer.setState`). */
   setState(to: string, th: string, state: string, note?: string): Promise<Sent>;
+  /** The peer's events (as `Peer.events`). */
   events(): AsyncIterableIterator<PeerEvent>;
 }
 
@@ -59,6 +63,7 @@ export interface BridgePeer {
 export interface BridgeOptions {
   /** HOST:PORT to listen on (port 0 for a free one). */
   listen: string;
+  /** The bridge's `skills.json`. */
   config: BridgeConfig;
   /** The AWP peer that handles the skills (overrides config.to). */
   to?: string;

@@ -17,12 +17,17 @@ export interface BridgeConfig {
   id?: string;
   /** The public base URL (default from the id). */
   url?: string;
+  /** The card's name (default "AWP bridge"). */
   name?: string;
+  /** The card's description. */
   description?: string;
+  /** The card's version (default 0.1.0). */
   version?: string;
   /** The AWP peer (name, alias, key or key prefix) that handles the skills. */
   to?: string;
+  /** The rate limits the card declares and the bridge enforces. */
   rateLimit?: RateLimit;
+  /** How long callers may cache the card, seconds. */
   cardTTL?: number;
   /** Markdown served at /agent/intro. */
   intro?: string;
@@ -34,6 +39,7 @@ export interface BridgeConfig {
   replyTimeoutMs?: number;
   /** How long an async task may take, ms (1 h). */
   taskTimeoutMs?: number;
+  /** The skills offered. */
   skills: SkillDef[];
 }
 

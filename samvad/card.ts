@@ -13,38 +13,61 @@ import type { SamvadMode } from "./envelope.ts";
 
 /** A skill as the card declares it. */
 export interface SkillDef {
+  /** The skill id callers name. */
   id: string;
+  /** A human-readable name. */
   name: string;
+  /** What the skill does. */
   description: string;
+  /** JSON Schema of the payload. */
   inputSchema: Record<string, unknown>;
+  /** JSON Schema of the result. */
   outputSchema: Record<string, unknown>;
+  /** The modes the skill may be called in. */
   modes: SamvadMode[];
+  /** Who may call it: anyone, holders of a bearer token, or the listed peers. */
   trust: "public" | "authenticated" | "trusted-peers";
+  /** For `trusted-peers`: the `agent://` ids allowed. */
   allowedPeers?: string[];
 }
 
 /** A public key of the card. */
 export interface CardKey {
+  /** The key id. */
   kid: string;
   /** Base64 (standard) of the 32-byte Ed25519 public key. */
   key: string;
+  /** Whether the key is in use. */
   active: boolean;
 }
 
 /** An agent card. */
 export interface AgentCard {
+  /** The agent's `agent://` id. */
   id: string;
+  /** A human-readable name. */
   name: string;
+  /** The agent's version. */
   version: string;
+  /** What the agent does. */
   description: string;
+  /** The agent's base URL. */
   url: string;
+  /** The SAMVAD protocol version. */
   protocolVersion: string;
+  /** The skills offered. */
   skills: SkillDef[];
+  /** The keys that sign the agent's requests. */
   publicKeys: CardKey[];
+  /** The auth schemes accepted. */
   auth: { schemes: string[] };
+  /** The rate limits the agent enforces. */
   rateLimit: RateLimit;
+  /** How long callers may cache the card, seconds. */
   cardTTL: number;
+  /** The endpoint paths by name. */
   endpoints: Record<string, string>;
+  /** Other fields, kept as given. */
   [extra: string]: unknown;
 }
 

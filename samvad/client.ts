@@ -48,21 +48,31 @@ export interface SamvadClientOptions {
 
 /** Extra envelope fields of one call. */
 export interface CallOptions {
+  /** A delegation token to present. */
   delegationToken?: string;
+  /** The auth scheme and token to present. */
   auth?: { scheme: string; token?: string };
+  /** The trace id (a fresh UUID by default). */
   traceId?: string;
+  /** The caller's span, if any. */
   parentSpanId?: string;
   /** Async only: where the agent POSTs the signed result. */
   callbackUrl?: string;
+  /** Aborts the call. */
   signal?: AbortSignal;
 }
 
 /** A task's status as `GET /agent/task/:taskId` gives it. */
 export interface TaskRecord {
+  /** The task's id. */
   taskId: string;
+  /** Where the task is. */
   status: "pending" | "running" | "done" | "failed";
+  /** How far along it is, when the agent says. */
   progress?: number;
+  /** The result, once done. */
   result?: Record<string, unknown>;
+  /** The error, once failed. */
   error?: SamvadErrorBody;
 }
 

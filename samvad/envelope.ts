@@ -13,33 +13,53 @@ export type SamvadMode = "sync" | "async" | "stream";
 
 /** A request envelope (the signed POST body). */
 export interface RequestEnvelope {
+  /** The caller's `agent://` id. */
   from: string;
+  /** The callee's `agent://` id. */
   to: string;
+  /** The SAMVAD skill id to call. */
   skill: string;
+  /** The communication mode. */
   mode: SamvadMode;
+  /** A unique value, against replay. */
   nonce: string;
+  /** When the request was made (ISO 8601). */
   timestamp: string;
+  /** The trace id. */
   traceId: string;
+  /** This request's span id. */
   spanId: string;
+  /** The caller's span, if any. */
   parentSpanId?: string | null;
+  /** A delegation token, if acting for another agent. */
   delegationToken?: string | null;
+  /** The auth scheme and token, for `authenticated` skills. */
   auth?: { scheme: string; token?: string } | null;
+  /** Async only: where to POST the signed result. */
   callbackUrl?: string | null;
+  /** The skill's input. */
   payload?: Record<string, unknown> | null;
 }
 
 /** An error as envelopes and task records carry it. */
 export interface SamvadErrorBody {
+  /** The standard code. */
   code: SamvadErrorCode;
+  /** What went wrong. */
   message: string;
 }
 
 /** A response envelope. */
 export interface ResponseEnvelope {
+  /** The request's trace id, echoed. */
   traceId?: string;
+  /** The responder's span id. */
   spanId?: string;
+  /** Whether the call succeeded. */
   status: "ok" | "error";
+  /** The skill's output, when ok. */
   result?: Record<string, unknown>;
+  /** The error, when not. */
   error?: SamvadErrorBody;
 }
 
@@ -82,6 +102,7 @@ export class SamvadError extends Error {
   /** The standard code. */
   readonly code: SamvadErrorCode;
 
+  /** An error with the standard `code` and a one-line `message`. */
   constructor(code: SamvadErrorCode, message: string) {
     super(message);
     this.name = "SamvadError";

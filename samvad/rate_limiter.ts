@@ -8,8 +8,11 @@
 
 /** The card's `rateLimit` (tokensPerSenderPerDay is declared, not metered: AWP peers report no tokens). */
 export interface RateLimit {
+  /** Requests per minute from all senders together. */
   requestsPerMinute?: number;
+  /** Requests per minute from one sender. */
   requestsPerSender?: number;
+  /** Tokens per sender per day (declared only). */
   tokensPerSenderPerDay?: number;
 }
 

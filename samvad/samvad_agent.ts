@@ -38,11 +38,17 @@ export interface SamvadOptions {
 
 /** What an AWP peer puts in a {@link SAMVAD_MIME} data part. */
 export interface ForwardRequest {
+  /** The SAMVAD agent to call, `agent://…`. */
   agent: string;
+  /** The SAMVAD skill id to call. */
   skill: string;
+  /** The skill's input (`{}` when absent). */
   payload?: Record<string, unknown>;
+  /** How to call: sync (the default), async (a task, awaited) or stream. */
   mode?: "sync" | "async" | "stream";
+  /** A delegation token to present to the agent. */
   delegationToken?: string;
+  /** The auth scheme and token to present to the agent. */
   auth?: { scheme: string; token?: string };
 }
 
@@ -64,6 +70,7 @@ export class SamvadAgent {
   #bridge: SamvadBridge | undefined;
   #log: (line: string) => void = () => {};
 
+  /** Use `Peer.samvad()`, which makes it with the peer's own signer. */
   constructor(peer: BridgePeer, signer: Signer, options: SamvadOptions = {}) {
     this.#peer = peer;
     this.#signer = signer;

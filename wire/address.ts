@@ -21,10 +21,15 @@ export type Address =
  * URL's port or the scheme's default (80, 443); `path` keeps the query.
  */
 export interface WebSocketAddress {
+  /** Always `ws`. */
   kind: "ws";
+  /** True for wss (TLS). */
   secure: boolean;
+  /** The host name or address. */
   host: string;
+  /** The port (80 or 443 when the URL names none). */
   port: number;
+  /** The path, with the query. */
   path: string;
 }
 
