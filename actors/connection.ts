@@ -202,6 +202,9 @@ export interface ConnectionOptions {
 /** A received content line waiting for its commit; `size` is its length on the wire. */
 type Pending = IncomingLine & { received: ReceivedLine; size: number };
 
+/** How many written entry ids a connection remembers (see #written). */
+const WRITTEN_IDS_KEPT = 4096;
+
 /** Lines committed with store.receive (dedup, seen). */
 const COMMITTED: ReadonlySet<string> = new Set([...CONTENT_TYPES, "private"]);
 /** Committed lines that are acked. */
@@ -292,8 +295,13 @@ export class Connection {
   #started = false;
   #byeSent = false;
   #theirSeen: Record<string, string> = {};
-  /** Per thread (`""`: none), the highest id written: ids increase in it. */
-  #sentUpTo = new Map<string, string>();
+  /**
+   * Ids of outbox entries written on this connection (bounded, oldest
+   * forgotten first): an entry both replayed and sent live goes out once.
+   * Exact ids, not "the highest per thread": an entry written after a later
+   * one of its thread must still go out, or the remote's seen would pass it.
+   */
+  #written = new Set<string>();
   /** Entries handed to the output chain and not written yet, per thread. */
   #queuedThreads = new Map<string, number>();
   /** Grants and introductions among them (never overtaken). */
@@ -639,25 +647,30 @@ export class Connection {
   }
 
   async #replay(): Promise<void> {
-    // Lines their resume says they have are acked in effect: waiters on
-    // them (their ack was lost with a crash) hear it now.
+    // While listing, and until the listed entries count as queued, nothing
+    // may overtake them: a later line of their thread written first would
+    // move the remote's seen past them.
     this.#listing = true;
-    const entries = await this.#o.store.replay(
-      this.#peer!.key,
-      this.#theirSeen,
-      (e) => {
-        if (ACKED.has(e.t)) {
-          this.#o.onAck?.(
-            this,
-            e.th === undefined ? { re: e.id } : {
-              re: e.id,
-              th: e.th,
-            },
-          );
-        }
-      },
-    ).finally(() => this.#listing = false);
-    this.#hold(entries);
+    let entries: OutboxEntry[];
+    try {
+      entries = await this.#o.store.replay(
+        this.#peer!.key,
+        this.#theirSeen,
+        (e) => {
+          // Held lines at or below their seen (chunks, grants) are dropped;
+          // acked kinds are replayed instead, so this tells of none today.
+          if (ACKED.has(e.t)) {
+            this.#o.onAck?.(
+              this,
+              e.th === undefined ? { re: e.id } : { re: e.id, th: e.th },
+            );
+          }
+        },
+      );
+      this.#hold(entries);
+    } finally {
+      this.#listing = false;
+    }
     await this.#writeEntries(entries);
   }
 
@@ -666,7 +679,7 @@ export class Connection {
       try {
         await this.#writeRoom();
         if (this.#done || this.#byeSent) return;
-        if (entry.id <= (this.#sentUpTo.get(entry.th ?? "") ?? "")) continue;
+        if (this.#written.has(entry.id)) continue;
         let line: Obj;
         if (entry.chunk) {
           try {
@@ -696,10 +709,12 @@ export class Connection {
 
   /** Writes an entry's line unless already written on this connection. */
   #writeLine(entry: OutboxEntry, line: Obj): void {
-    // Ids increase in send order within a thread: at or below is out already.
-    const th = entry.th ?? "";
-    if (entry.id <= (this.#sentUpTo.get(th) ?? "")) return;
-    this.#sentUpTo.set(th, entry.id);
+    if (this.#written.has(entry.id)) return;
+    this.#written.add(entry.id);
+    if (this.#written.size > WRITTEN_IDS_KEPT) {
+      // Forgetting one costs at most a duplicate, which the remote acks.
+      this.#written.delete(this.#written.values().next().value!);
+    }
     this.#send(line);
     this.#o.onSent?.(this, entry);
   }
