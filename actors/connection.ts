@@ -657,8 +657,8 @@ export class Connection {
         this.#peer!.key,
         this.#theirSeen,
         (e) => {
-          // Held lines at or below their seen (chunks, grants) are dropped;
-          // acked kinds are replayed instead, so this tells of none today.
+          // Lines at or below their seen are not replayed (SPEC 9.5): they
+          // have them (their ack was lost with a crash); waiters hear it now.
           if (ACKED.has(e.t)) {
             this.#o.onAck?.(
               this,

@@ -95,14 +95,6 @@ import type {
   ThreadRecord,
 } from "./store.ts";
 
-/** Outbox lines replayed even at or below the remote's seen (they are acked). */
-const REPLAYED_WHEN_SEEN: ReadonlySet<string> = new Set([
-  "msg",
-  "state",
-  "mirror",
-  "private",
-]);
-
 /** A key part as this store uses them: strings and non-negative integers. */
 export type KeyPart = string | number;
 
@@ -972,14 +964,7 @@ export class KvStore implements Store {
         const last = e.th !== undefined && Object.hasOwn(seen, e.th)
           ? seen[e.th]
           : undefined;
-        // At or below their seen: a msg (or another acked line) goes again,
-        // and their ack (of a duplicate) settles it; had it not arrived (a
-        // later line of its thread overtook it), dropping it would lose it.
-        // Other lines there (chunks, grants) are held: they leave the outbox.
-        if (
-          typeof last === "string" && e.id <= last &&
-          !REPLAYED_WHEN_SEEN.has(e.t)
-        ) {
+        if (typeof last === "string" && e.id <= last) {
           this.#index.remove(pk, e.id);
           this.#dropEntry(tx, pk, e.id, parts);
           covered.push({ ...e, peer });
