@@ -16,6 +16,7 @@
  * @module
  */
 
+import { acceptEach } from "./accept_loop.ts";
 import {
   type Address,
   formatAddress,
@@ -104,10 +105,6 @@ export interface ListenOptions {
   /** Bounds on open and unauthenticated connections (see connection_gate.ts). */
   limits?: ConnectionLimits;
 }
-
-/** First pause after a failed accept (EMFILE, ENFILE...), doubled up to the cap. */
-const ACCEPT_BACKOFF_MS = 10;
-const ACCEPT_BACKOFF_CAP_MS = 1_000;
 
 /** A dial or listen failure, with a one-line message naming the address. */
 export class TransportError extends Error {
@@ -454,39 +451,22 @@ export async function listen(
   const addr = addrText(inner.addr);
   let closed = false;
   const gate = new ConnectionGate(options.limits, softFdLimit());
-  const done = (async () => {
-    let backoff = ACCEPT_BACKOFF_MS;
-    while (!closed) {
-      let conn: Deno.Conn;
-      try {
-        conn = await inner.accept();
-      } catch {
-        if (closed) break; // accept fails once the listener is closed
-        // Out of file descriptors (EMFILE/ENFILE) or a connection reset
-        // before we took it: pause briefly and keep accepting, for good.
-        await new Promise((r) => setTimeout(r, backoff));
-        backoff = Math.min(backoff * 2, ACCEPT_BACKOFF_CAP_MS);
-        continue;
-      }
-      backoff = ACCEPT_BACKOFF_MS;
-      const remote = conn.remoteAddr;
-      if (
-        !allowPublic && remote.transport === "tcp" &&
-        !isPrivateHost(remote.hostname)
-      ) {
-        conn.close();
-        continue;
-      }
-      const ticket = gate.admit(addrText(remote));
-      if (ticket === undefined) {
-        conn.close(); // over a bound: the descriptor comes back at once
-        continue;
-      }
-      try {
-        onTransport(gate.wrap(new ConnTransport(conn), ticket));
-      } catch { /* a throwing owner must not stop accepting */ }
+  const done = acceptEach(inner, () => closed, (conn) => {
+    const remote = conn.remoteAddr;
+    if (
+      !allowPublic && remote.transport === "tcp" &&
+      !isPrivateHost(remote.hostname)
+    ) {
+      conn.close();
+      return;
     }
-  })();
+    const ticket = gate.admit(addrText(remote));
+    if (ticket === undefined) {
+      conn.close(); // over a bound: the descriptor comes back at once
+      return;
+    }
+    onTransport(gate.wrap(new ConnTransport(conn), ticket));
+  });
   return {
     addr: a.kind === "unix" ? `unix:${a.path}` : addr,
     done,

@@ -27,6 +27,7 @@
  * @module
  */
 
+import { acceptEach } from "./accept_loop.ts";
 import {
   type Address,
   formatAddress,
@@ -89,8 +90,6 @@ const BATCH_BYTES = 256 * 1024;
 const DIAL_TIMEOUT_MS = 30_000;
 /** How long an accepted connection may take to send its upgrade request. */
 const UPGRADE_TIMEOUT_MS = 10_000;
-const ACCEPT_BACKOFF_MS = 10;
-const ACCEPT_BACKOFF_CAP_MS = 1_000;
 /** How long a polite close frame may take before the socket just closes. */
 const CLOSE_MS = 1_000;
 const NEWLINE = 0x0a;
@@ -629,38 +628,22 @@ export function listenWebSocket(
   let closed = false;
   // The same bounds as TCP; the HTTP upgrade counts as handshake time.
   const gate = new ConnectionGate(options.limits, softFdLimit());
-  const done = (async () => {
-    let backoff = ACCEPT_BACKOFF_MS;
-    while (!closed) {
-      let conn: Deno.Conn;
-      try {
-        conn = await inner.accept();
-      } catch {
-        if (closed) break; // accept fails once the listener is closed
-        // Out of file descriptors or reset before taken: pause, go on.
-        await new Promise((r) => setTimeout(r, backoff));
-        backoff = Math.min(backoff * 2, ACCEPT_BACKOFF_CAP_MS);
-        continue;
-      }
-      backoff = ACCEPT_BACKOFF_MS;
-      const remote = conn.remoteAddr as Deno.NetAddr;
-      if (
-        !a.secure && !options.allowPublic && !isPrivateHost(remote.hostname)
-      ) {
-        conn.close();
-        continue;
-      }
-      const ticket = gate.admit(addrText(remote));
-      if (ticket === undefined) {
-        conn.close(); // over a bound: the descriptor comes back at once
-        continue;
-      }
-      void upgrade(conn, path, addr, (t) => onTransport(gate.wrap(t, ticket)))
-        .then((upgraded) => {
-          if (!upgraded) ticket.release();
-        });
+  const done = acceptEach(inner, () => closed, (conn) => {
+    const remote = conn.remoteAddr as Deno.NetAddr;
+    if (!a.secure && !options.allowPublic && !isPrivateHost(remote.hostname)) {
+      conn.close();
+      return;
     }
-  })();
+    const ticket = gate.admit(addrText(remote));
+    if (ticket === undefined) {
+      conn.close(); // over a bound: the descriptor comes back at once
+      return;
+    }
+    void upgrade(conn, path, addr, (t) => onTransport(gate.wrap(t, ticket)))
+      .then((upgraded) => {
+        if (!upgraded) ticket.release();
+      });
+  });
   return {
     addr,
     done,
