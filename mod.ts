@@ -29,7 +29,7 @@ export {
   type SendFile,
   type SendOptions,
   type Sent,
-} from "./actors/peer.ts";
+} from "./peer/peer.ts";
 export type {
   Direction,
   GrantKind,
@@ -50,15 +50,15 @@ export type {
 } from "./storage/store.ts";
 export type { RemoteHello } from "./actors/connection.ts";
 export type { ReceiveExtras, RequestRecord } from "./storage/store.ts";
-export type { ConnectionLimits } from "./actors/connection_gate.ts";
-export type { UnfinishedBlobLimits } from "./actors/peer_blobs.ts";
+export type { ConnectionLimits } from "./net/connection_gate.ts";
+export type { UnfinishedBlobLimits } from "./peer/peer_blobs.ts";
 export type { ConnectionTimeouts } from "./actors/connection_machine.ts";
 export type { DialerTiming } from "./actors/dialer_machine.ts";
-export type { AdmissionMode } from "./actors/policy.ts";
-export type { ProfileCap, ServeRecord } from "./actors/profile.ts";
-export type { PresenceInfo } from "./actors/peer_extensions.ts";
-export type { PresenceRecord } from "./actors/presence_gossip.ts";
-export type { MirroredLine, MirroredThread } from "./actors/mirror.ts";
+export type { AdmissionMode } from "./peer/policy.ts";
+export type { ProfileCap, ServeRecord } from "./profile/profile.ts";
+export type { PresenceInfo } from "./extensions/peer_extensions.ts";
+export type { PresenceRecord } from "./extensions/presence_gossip.ts";
+export type { MirroredLine, MirroredThread } from "./extensions/mirror.ts";
 export type { SignedPresence } from "./wire/presence.ts";
 // Types only: the SAMVAD module (ajv, jose) loads on the first peer.samvad().
 export type {
@@ -101,7 +101,7 @@ export type {
   RegisterOptions,
 } from "./inspector/inspection_hub.ts";
 export type { JsonValue } from "./inspector/to_json_safe.ts";
-export * from "./actors/peer_events.ts";
+export * from "./peer/peer_events.ts";
 export * from "./wire/types.ts";
 export * from "./wire/messages.ts";
 export { parseLine, type ParseResult } from "./wire/parse.ts";

@@ -34,7 +34,7 @@ import {
   type SendErrParams,
   stateName,
 } from "./connection_machine.ts";
-import type { Transport } from "./transport.ts";
+import type { Transport } from "../net/transport.ts";
 import type { OutboxEntry, Store } from "../storage/store.ts";
 import type {
   IncomingLine,
@@ -258,7 +258,7 @@ type Obj = Record<string, unknown> & { t: string };
  * @example
  * ```ts ignore
  * import { Connection } from "./connection.ts";
- * import { dial } from "./transport.ts";
+ * import { dial } from "../net/transport.ts";
  * import { Signer } from "../wire/keys.ts";
  * import { MemoryStore } from "../storage/memory_store.ts";
  * const conn = new Connection({

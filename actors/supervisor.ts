@@ -32,7 +32,7 @@
  * @module
  */
 
-import type { ConnectionLimits } from "./connection_gate.ts";
+import type { ConnectionLimits } from "../net/connection_gate.ts";
 import {
   type Actor,
   type AnyActorRef,
@@ -56,7 +56,7 @@ import {
   type Listener,
   type Transport,
   TransportError,
-} from "./transport.ts";
+} from "../net/transport.ts";
 import type {
   OutboxDraft,
   OutboxEntry,
@@ -183,7 +183,7 @@ export interface SupervisorOptions {
   maxUnsentBytes?: number;
   /** Reconnect backoff timing (and its random source, for tests). */
   dialer?: { timing?: Partial<DialerTiming>; random?: () => number };
-  /** Allow plaintext TCP with public addresses (see actors/transport.ts). */
+  /** Allow plaintext TCP with public addresses (see net/transport.ts). */
   allowPublic?: boolean;
   /** WebSocket binding: extra CA certificates (PEM) trusted when dialing wss. */
   caCerts?: string[];

@@ -26,7 +26,7 @@
  */
 
 import { Connection } from "../actors/connection.ts";
-import { dial } from "../actors/transport.ts";
+import { dial } from "../net/transport.ts";
 import { MemoryStore } from "../storage/memory_store.ts";
 import { Signer } from "../wire/keys.ts";
 import { InspectionHub } from "../inspector/inspection_hub.ts";

@@ -18,7 +18,7 @@
  * @module
  */
 
-import { Peer } from "../actors/peer.ts";
+import { Peer } from "../peer/peer.ts";
 import { LineReader } from "../wire/line_reader.ts";
 
 function out(value: Record<string, unknown>): void {

@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { PeerOptions } from "../actors/peer.ts";
+import type { PeerOptions } from "../peer/peer.ts";
 import { type Args, UsageError } from "./args.ts";
 
 /** The bound values given on the command line, by flag name (without `--`). */

@@ -8,9 +8,9 @@
  */
 
 import { applyBounds, type BoundValues } from "./bound_flags.ts";
-import { raiseFdLimit } from "../actors/fd_limit.ts";
-import { Peer, type PeerOptions } from "../actors/peer.ts";
-import type { PeerEvent, ProgressEvent } from "../actors/peer_events.ts";
+import { raiseFdLimit } from "../net/fd_limit.ts";
+import { Peer, type PeerOptions } from "../peer/peer.ts";
+import type { PeerEvent, ProgressEvent } from "../peer/peer_events.ts";
 import { ENDING_STATES } from "../actors/thread_machine.ts";
 import { InspectionHub } from "../inspector/inspection_hub.ts";
 import { type InspectorServer, serveInspector } from "../inspector/server.ts";
@@ -26,7 +26,7 @@ import {
 } from "../storage/open_store.ts";
 import { AddressError, parseAddress } from "../wire/address.ts";
 import { grantHash } from "../wire/grant.ts";
-import { REQUEST_MIMES } from "../actors/profile.ts";
+import { REQUEST_MIMES } from "../profile/profile.ts";
 import type { Part } from "../wire/types.ts";
 import { ControlError, type ControlRequest, ControlServer } from "./control.ts";
 import {

@@ -10,10 +10,10 @@
  * @module
  */
 
-import { raiseFdLimit } from "../actors/fd_limit.ts";
-import type { Peer } from "../actors/peer.ts";
+import { raiseFdLimit } from "../net/fd_limit.ts";
+import type { Peer } from "../peer/peer.ts";
 import { readTlsFiles, type TlsTexts } from "./tls_files.ts";
-import type { PeerEvent } from "../actors/peer_events.ts";
+import type { PeerEvent } from "../peer/peer_events.ts";
 import { StoreUnavailableError } from "../storage/open_store.ts";
 import { parseAddress } from "../wire/address.ts";
 import type { Part } from "../wire/types.ts";

@@ -5,7 +5,7 @@
  * @module
  */
 
-import { Peer, type PeerOptions } from "../actors/peer.ts";
+import { Peer, type PeerOptions } from "../peer/peer.ts";
 import { openStore } from "../storage/open_store.ts";
 
 const MARKER_META = "cli:store-marker";

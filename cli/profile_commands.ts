@@ -11,7 +11,7 @@ import { parseDuration, UsageError } from "./args.ts";
 import type { Command, CommandContext } from "./commands.ts";
 import { ControlError } from "./control.ts";
 import type { RequestResult } from "./protocol.ts";
-import type { ReceivedBlob } from "../actors/peer_events.ts";
+import type { ReceivedBlob } from "../peer/peer_events.ts";
 import { decodeBase64, encodeBase64 } from "../wire/base64.ts";
 
 /** How long `cat`, `put` and `ls` wait for the answer by default. */

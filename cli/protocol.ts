@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { ProgressEvent } from "../actors/peer_events.ts";
+import type { ProgressEvent } from "../peer/peer_events.ts";
 
 /** One known peer as `peers` and `status` list it. */
 export interface PeerSummary {

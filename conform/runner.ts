@@ -15,7 +15,7 @@ import {
   listen,
   type Listener,
   type Transport,
-} from "../actors/transport.ts";
+} from "../net/transport.ts";
 import { AddressError, parseAddress } from "../wire/address.ts";
 import { decodeBase64, encodeBase64Url } from "../wire/base64.ts";
 import { encodeLine, MAX_LINE_BYTES } from "../wire/frame.ts";

@@ -13,8 +13,8 @@
  */
 
 import type { Part } from "../wire/types.ts";
-import type { SendOptions, Sent } from "../actors/peer.ts";
-import type { PeerEvent, PeerMessageEvent } from "../actors/peer_events.ts";
+import type { SendOptions, Sent } from "../peer/peer.ts";
+import type { PeerEvent, PeerMessageEvent } from "../peer/peer_events.ts";
 import {
   activeKeys,
   type AgentCard,

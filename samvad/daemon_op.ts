@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { Peer } from "../actors/peer.ts";
+import type { Peer } from "../peer/peer.ts";
 import { readBridgeConfig } from "./bridge_config.ts";
 import { SamvadError } from "./envelope.ts";
 import type { SamvadAgent } from "./samvad_agent.ts";

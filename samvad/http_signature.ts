@@ -5,7 +5,7 @@
  * Written here rather than taken from a library because SAMVAD's signature
  * base differs from RFC 9421 section 2.5: every line ends with `\n`,
  * including the final `"@signature-params"` line. SAMVAD's published test
- * vectors verify only that way (see tests/samvad_vectors_test.ts).
+ * vectors verify only that way (see tests/samvad/samvad_vectors_test.ts).
  *
  * @module
  */

@@ -9,7 +9,7 @@
  */
 
 import type { Signer } from "../wire/keys.ts";
-import type { PeerMessageEvent } from "../actors/peer_events.ts";
+import type { PeerMessageEvent } from "../peer/peer_events.ts";
 import { CardCache, kidOf } from "./card.ts";
 import { type BridgeOptions, type BridgePeer, SamvadBridge } from "./bridge.ts";
 import {

@@ -9,7 +9,7 @@ import type {
   PeerEvent,
   PeerMessageEvent,
   StateEvent,
-} from "../actors/peer_events.ts";
+} from "../peer/peer_events.ts";
 
 /** A msg or state event of a thread. */
 export type ThreadEvent = PeerMessageEvent | StateEvent;
@@ -20,7 +20,7 @@ export type ThreadEvent = PeerMessageEvent | StateEvent;
  * @example
  * ```ts
  * import { ThreadWatch } from "./thread_watch.ts";
- * import { EventQueue, type PeerEvent } from "../actors/peer_events.ts";
+ * import { EventQueue, type PeerEvent } from "../peer/peer_events.ts";
  * const q = new EventQueue<PeerEvent>();
  * const watch = new ThreadWatch(q, () => {});
  * const off = watch.on("t1", (e) => console.log(e.type));

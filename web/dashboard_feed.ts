@@ -8,12 +8,12 @@
  * @module
  */
 
-import type { Peer } from "../actors/peer.ts";
+import type { Peer } from "../peer/peer.ts";
 import type {
   ConnectedEvent,
   PeerEvent,
   ProgressEvent,
-} from "../actors/peer_events.ts";
+} from "../peer/peer_events.ts";
 import type { BlobRecord, LogEntry } from "../storage/store.ts";
 import { tailLog } from "./tail_log.ts";
 import type {
@@ -77,7 +77,7 @@ const FINISHED = new Set(["done", "complete", "refused", "failed"]);
  *
  * @example
  * ```ts
- * import { Peer } from "../actors/peer.ts";
+ * import { Peer } from "../peer/peer.ts";
  * import { DashboardFeed } from "./dashboard_feed.ts";
  * const peer = await Peer.open({ memory: true, name: "alice" });
  * const feed = new DashboardFeed({ peer, self: () => ({ key: peer.key, addrs: [] }) });

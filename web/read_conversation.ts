@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { Peer } from "../actors/peer.ts";
+import type { Peer } from "../peer/peer.ts";
 import type {
   Conversation,
   ConversationBlob,
@@ -19,7 +19,7 @@ import type {
  *
  * @example
  * ```ts
- * import { Peer } from "../actors/peer.ts";
+ * import { Peer } from "../peer/peer.ts";
  * import { readConversation } from "./read_conversation.ts";
  * const a = await Peer.open({ memory: true });
  * const b = await Peer.open({ memory: true });

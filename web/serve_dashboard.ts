@@ -72,7 +72,7 @@ const SECURITY_HEADERS: Record<string, string> = {
  *
  * @example
  * ```ts
- * import { Peer } from "../actors/peer.ts";
+ * import { Peer } from "../peer/peer.ts";
  * import { serveDashboard } from "./serve_dashboard.ts";
  * const peer = await Peer.open({ memory: true, name: "alice" });
  * const web = await serveDashboard({ peer, self: () => ({ key: peer.key, addrs: [] }) });

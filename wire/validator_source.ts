@@ -1,7 +1,7 @@
 /**
  * Build step: generates `wire/validate_compiled.js`, our schema compiled by
  * ajv into standalone code, so that validating a line never loads ajv or
- * compiles a schema at run time. `tests/validator_source_test.ts` fails when
+ * compiles a schema at run time. `tests/wire/validator_source_test.ts` fails when
  * the file is stale; regenerate it with `deno task build:validator`.
  *
  * @module

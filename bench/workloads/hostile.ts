@@ -1,6 +1,6 @@
 /**
  * Workload `hostile` (issue 24): what a remote can make a peer hold, at
- * sizes too big for CI (tests/hostile_bounds_test.ts runs small ones).
+ * sizes too big for CI (tests/system/hostile_bounds_test.ts runs small ones).
  *
  * - `flood`: 1,000 msgs of 900 KiB (each line just under the 1 MiB limit)
  *   written as fast as the socket takes them by our hostile client

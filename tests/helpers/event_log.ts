@@ -4,8 +4,8 @@
  * @module
  */
 
-import type { Peer } from "../../actors/peer.ts";
-import type { PeerEvent, PeerMessageEvent } from "../../actors/peer_events.ts";
+import type { Peer } from "../../peer/peer.ts";
+import type { PeerEvent, PeerMessageEvent } from "../../peer/peer_events.ts";
 
 /**
  * Every event of one peer, in order, from its construction on.

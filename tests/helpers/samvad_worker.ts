@@ -5,7 +5,7 @@
  * sets the thread failed, "hold" says working and replies once released.
  */
 import type { Peer } from "../../mod.ts";
-import type { PeerEvent } from "../../actors/peer_events.ts";
+import type { PeerEvent } from "../../peer/peer_events.ts";
 
 export const ECHO = {
   id: "echo",

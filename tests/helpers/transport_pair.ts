@@ -9,7 +9,7 @@ import {
   listen,
   type Listener,
   type Transport,
-} from "../../actors/transport.ts";
+} from "../../net/transport.ts";
 
 /** Both ends of one accepted connection and the listener that took it. */
 export interface TransportPair {

@@ -1,0 +1,513 @@
+/**
+ * Byte transports for the plain bindings (SPEC 4.2): TCP and Unix sockets;
+ * `ws:`/`wss:` addresses go to the WebSocket binding
+ * (net/websocket_transport.ts) behind the same interface.
+ *
+ * A {@link Transport} moves already-encoded frames; framing and meaning live
+ * in `wire/` and the connection actor. Reads are a `conn.read()` loop (not
+ * `conn.readable`, whose end closes the whole socket and would break
+ * half-close); writes are queued and batched, and each write's promise
+ * resolves only once the kernel accepted its bytes, so a slow reader pushes
+ * back on writers that await.
+ *
+ * Plain TCP to or from a public address is refused unless opted in with
+ * `allowPublic` or `AWP_ALLOW_PLAINTEXT=1` (NOTES item 13).
+ *
+ * @module
+ */
+
+import { acceptEach } from "./accept_loop.ts";
+import {
+  type Address,
+  formatAddress,
+  isPrivateHost,
+  parseAddress,
+} from "../wire/address.ts";
+import { ConnectionGate, type ConnectionLimits } from "./connection_gate.ts";
+import { softFdLimit } from "./fd_limit.ts";
+import { dialWebSocket, listenWebSocket } from "./websocket_transport.ts";
+
+/** What the owner of a {@link Transport} is told. */
+export interface TransportHandlers {
+  onData(chunk: Uint8Array): void | Promise<void>;
+  onEnd(error?: Error): void;
+  /**
+   * A framing violation below the line layer (the WebSocket binding: a
+   * binary message, a newline inside a message, a message over 1 MiB).
+   * The owner answers as it does to the same fault in a byte stream (err,
+   * then close). Byte-stream transports never call it.
+   */
+  onFrameError?(
+    code: "bad_frame" | "too_large",
+    detail: string,
+  ): void | Promise<void>;
+}
+
+/** A connected byte stream carrying encoded frames. */
+export interface Transport {
+  /** Our end, e.g. "tcp:127.0.0.1:5000" or "unix:/path". */
+  readonly localAddr: string;
+  /** The other end. */
+  readonly remoteAddr: string;
+  /**
+   * Starts the `conn.read()` loop. The loop awaits `onData` before reading
+   * more (read backpressure). `onEnd` is called once, at EOF, on a read
+   * error, or after {@link Transport.close}.
+   */
+  start(handlers: TransportHandlers): void;
+  /**
+   * The remote passed auth: it no longer counts as unauthenticated against
+   * the listener's bounds (accepted transports only).
+   */
+  authenticated?(): void;
+  /**
+   * Queues one encoded frame (ends in "\n"); frames queued while a write is
+   * in flight are batched into one larger write. Resolves when written.
+   * Rejects after close.
+   */
+  write(frame: Uint8Array): Promise<void>;
+  /** Resolves when every queued frame has been written (or dropped by close). */
+  flush(): Promise<void>;
+  /** Closes the socket (idempotent); pending writes are dropped (rejected). */
+  close(): void;
+  /** True once closed by us or after a write failed. */
+  readonly closed: boolean;
+}
+
+/** An open listening socket. */
+export interface Listener {
+  /** The bound address, with the real port when listening on port 0. */
+  readonly addr: string;
+  /** Stops accepting (idempotent); removes a unix socket file we created. */
+  close(): void;
+  /** Resolves once the accept loop has ended (after close). */
+  readonly done: Promise<void>;
+}
+
+/** Options of {@link dial}. */
+export interface DialOptions {
+  /** Allow plaintext TCP to a public address (else env AWP_ALLOW_PLAINTEXT=1). */
+  allowPublic?: boolean;
+  /** Aborts the connect attempt. */
+  signal?: AbortSignal;
+  /** wss: extra trusted CA certificates (PEM), e.g. a private CA. */
+  caCerts?: string[];
+}
+
+/** Options of {@link listen}. */
+export interface ListenOptions {
+  /** Accept plaintext TCP from public addresses (else env AWP_ALLOW_PLAINTEXT=1). */
+  allowPublic?: boolean;
+  /** wss: the TLS certificate chain (PEM). */
+  cert?: string;
+  /** wss: the TLS private key (PEM). */
+  key?: string;
+  /** Bounds on open and unauthenticated connections (see connection_gate.ts). */
+  limits?: ConnectionLimits;
+}
+
+/** A dial or listen failure, with a one-line message naming the address. */
+export class TransportError extends Error {
+  /** The address text involved. */
+  readonly address: string;
+  /**
+   * The host answered HTTP but refused the WebSocket upgrade (502, 503,
+   * 504...): a sleeping host being woken. Retried like any failed dial.
+   */
+  readonly waking: boolean;
+  /**
+   * @example
+   * ```ts
+   * import { TransportError } from "./transport.ts";
+   * const e = new TransportError("tcp:127.0.0.1:1", "dial", "connection refused");
+   * console.assert(e.message === "dial tcp:127.0.0.1:1: connection refused");
+   * ```
+   */
+  constructor(
+    address: string,
+    op: string,
+    reason: string,
+    options: { waking?: boolean } = {},
+  ) {
+    super(`${op} ${address}: ${reason}`);
+    this.name = "TransportError";
+    this.address = address;
+    this.waking = options.waking ?? false;
+  }
+}
+
+/** Batches are cut at this size so one slow write never copies unboundedly. */
+const BATCH_BYTES = 256 * 1024;
+const READ_BYTES = 64 * 1024;
+/** Read buffer of a connection that is not receiving a burst. */
+const IDLE_READ_BYTES = 1024;
+
+function plaintextAllowed(option: boolean | undefined): boolean {
+  if (option) return true;
+  try {
+    return Deno.env.get("AWP_ALLOW_PLAINTEXT") === "1";
+  } catch {
+    return false; // no env permission: not opted in
+  }
+}
+
+function addrText(a: Deno.Addr): string {
+  if (a.transport === "tcp" || a.transport === "udp") {
+    return formatAddress({ kind: "tcp", host: a.hostname, port: a.port });
+  }
+  return `unix:${(a as Deno.UnixAddr).path ?? ""}`;
+}
+
+function reasonOf(error: unknown): string {
+  if (error instanceof Deno.errors.ConnectionRefused) {
+    return "connection refused";
+  }
+  if (error instanceof Deno.errors.NotFound) return "no such socket";
+  if (error instanceof Deno.errors.PermissionDenied) {
+    return "permission denied";
+  }
+  if (error instanceof Deno.errors.AddrInUse) return "address already in use";
+  if (error instanceof Deno.errors.AddrNotAvailable) {
+    return "address not available";
+  }
+  if (error instanceof Deno.errors.TimedOut) return "timed out";
+  const message = error instanceof Error ? error.message : String(error);
+  // Deno's messages may span lines ("... (os error 111)\n..."): keep one.
+  return message.split("\n")[0].trim() || "failed";
+}
+
+/** How to allow it, for people at the CLI (the library's option is `allowPublic`). */
+const PLAINTEXT_HINT =
+  "run the peer with AWP_ALLOW_PLAINTEXT=1 in its environment, e.g. awp down; AWP_ALLOW_PLAINTEXT=1 awp up";
+
+const publicRefusal =
+  `plaintext TCP to a public address refused: ${PLAINTEXT_HINT}`;
+
+interface Pending {
+  bytes: Uint8Array;
+  resolve(): void;
+  reject(error: Error): void;
+}
+
+/** A {@link Transport} over a Deno.Conn (TCP or Unix). */
+class ConnTransport implements Transport {
+  readonly localAddr: string;
+  readonly remoteAddr: string;
+  #conn: Deno.Conn;
+  #queue: Pending[] = [];
+  #writing = false;
+  #closed = false;
+  #started = false;
+  #idle: Array<() => void> = [];
+
+  constructor(conn: Deno.Conn) {
+    this.#conn = conn;
+    this.localAddr = addrText(conn.localAddr);
+    this.remoteAddr = addrText(conn.remoteAddr);
+    if (conn.localAddr.transport === "tcp") {
+      try {
+        // We batch ourselves; Nagle would only add latency to small frames.
+        (conn as Deno.TcpConn).setNoDelay(true);
+      } catch { /* not fatal */ }
+    }
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  start(handlers: {
+    onData(chunk: Uint8Array): void | Promise<void>;
+    onEnd(error?: Error): void;
+  }): void {
+    if (this.#started) throw new Error("transport already started");
+    this.#started = true;
+    void this.#readLoop(handlers);
+  }
+
+  async #readLoop(handlers: {
+    onData(chunk: Uint8Array): void | Promise<void>;
+    onEnd(error?: Error): void;
+  }): Promise<void> {
+    // Small while the peer sends little (an idle connection holds only
+    // this); READ_BYTES from a read that fills it until a read that is small.
+    let buffer = new Uint8Array(IDLE_READ_BYTES);
+    let error: Error | undefined;
+    try {
+      while (!this.#closed) {
+        const n = await this.#conn.read(buffer);
+        if (n === null) break;
+        // A copy: the handler may keep it while we read into the buffer again.
+        await handlers.onData(buffer.slice(0, n));
+        const size = n === buffer.length
+          ? READ_BYTES
+          : n < IDLE_READ_BYTES
+          ? IDLE_READ_BYTES
+          : buffer.length;
+        if (size !== buffer.length) buffer = new Uint8Array(size);
+      }
+    } catch (e) {
+      // Reads interrupted by our own close() are a normal end.
+      if (!this.#closed) {
+        error = e instanceof Error ? e : new Error(String(e));
+      }
+    }
+    try {
+      handlers.onEnd(error);
+    } catch { /* the owner's problem; never crash the loop */ }
+  }
+
+  write(frame: Uint8Array): Promise<void> {
+    if (this.#closed) {
+      return Promise.reject(new Error("transport closed"));
+    }
+    return new Promise<void>((resolve, reject) => {
+      this.#queue.push({ bytes: frame, resolve, reject });
+      if (!this.#writing) void this.#writeLoop();
+    });
+  }
+
+  async #writeLoop(): Promise<void> {
+    this.#writing = true;
+    try {
+      while (this.#queue.length > 0 && !this.#closed) {
+        // Take what is queued, up to BATCH_BYTES (at least one frame).
+        let size = 0;
+        let count = 0;
+        while (
+          count < this.#queue.length &&
+          (count === 0 || size + this.#queue[count].bytes.length <= BATCH_BYTES)
+        ) {
+          size += this.#queue[count].bytes.length;
+          count++;
+        }
+        const batch = this.#queue.slice(0, count);
+        let bytes: Uint8Array;
+        if (count === 1) bytes = batch[0].bytes;
+        else {
+          bytes = new Uint8Array(size);
+          let at = 0;
+          for (const p of batch) {
+            bytes.set(p.bytes, at);
+            at += p.bytes.length;
+          }
+        }
+        try {
+          let at = 0;
+          while (at < bytes.length) {
+            at += await this.#conn.write(bytes.subarray(at));
+          }
+        } catch (e) {
+          if (this.#closed) break; // close() already rejected the queue
+          const error = new Error(`write failed: ${reasonOf(e)}`);
+          this.#fail(error);
+          break;
+        }
+        this.#queue.splice(0, count);
+        for (const p of batch) p.resolve();
+      }
+    } finally {
+      this.#writing = false;
+      if (this.#queue.length === 0) {
+        for (const wake of this.#idle.splice(0)) wake();
+      }
+    }
+  }
+
+  flush(): Promise<void> {
+    if (!this.#writing && this.#queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
+  }
+
+  #fail(error: Error): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    const dropped = this.#queue.splice(0);
+    for (const p of dropped) p.reject(error);
+    for (const wake of this.#idle.splice(0)) wake();
+    try {
+      this.#conn.close();
+    } catch { /* already closed */ }
+  }
+
+  close(): void {
+    this.#fail(new Error("transport closed"));
+  }
+}
+
+/**
+ * Connects to `address` (`tcp:HOST:PORT` or `unix:/path`). Plain TCP to a
+ * public address is refused unless `allowPublic` or AWP_ALLOW_PLAINTEXT=1;
+ * a host name is checked against the address it resolved to. Errors are
+ * {@link TransportError}s with one line, e.g.
+ * "dial tcp:127.0.0.1:1: connection refused".
+ *
+ * @example
+ * ```ts
+ * import { dial, listen } from "./transport.ts";
+ * const listener = await listen("tcp:127.0.0.1:0", (t) => t.close());
+ * const t = await dial(listener.addr);
+ * t.close();
+ * listener.close();
+ * await listener.done;
+ * ```
+ */
+export async function dial(
+  address: string,
+  options: DialOptions = {},
+): Promise<Transport> {
+  const a: Address = parseAddress(address);
+  const allowPublic = plaintextAllowed(options.allowPublic);
+  if (a.kind === "ws") {
+    return dialWebSocket(address, a, { ...options, allowPublic });
+  }
+  if (
+    a.kind === "tcp" && !allowPublic && isIpLiteral(a.host) &&
+    !isPrivateHost(a.host)
+  ) {
+    throw new TransportError(address, "dial", publicRefusal);
+  }
+  if (options.signal?.aborted) {
+    throw new TransportError(address, "dial", "aborted");
+  }
+  let conn: Deno.Conn;
+  try {
+    if (a.kind === "unix") {
+      conn = await Deno.connect({ transport: "unix", path: a.path });
+    } else {
+      conn = await Deno.connect({
+        hostname: a.host,
+        port: a.port,
+        signal: options.signal,
+      });
+    }
+  } catch (e) {
+    const reason = options.signal?.aborted ? "aborted" : reasonOf(e);
+    throw new TransportError(address, "dial", reason);
+  }
+  if (
+    a.kind === "tcp" && !allowPublic &&
+    conn.remoteAddr.transport === "tcp" &&
+    !isPrivateHost(conn.remoteAddr.hostname)
+  ) {
+    conn.close();
+    throw new TransportError(address, "dial", publicRefusal);
+  }
+  return new ConnTransport(conn);
+}
+
+function isIpLiteral(host: string): boolean {
+  return host.includes(":") || /^[0-9.]+$/.test(host);
+}
+
+/**
+ * Listens on `address` and hands each accepted connection to
+ * `onTransport` (not started: the owner calls `start`). `tcp:HOST:0` picks a
+ * free port, reported in `addr`. Binding a public IP, or accepting a TCP
+ * peer from a public address on a wildcard bind, needs `allowPublic` or
+ * AWP_ALLOW_PLAINTEXT=1 (refused peers are closed at once). A stale unix
+ * socket file (nobody accepting) is replaced.
+ *
+ * @example
+ * ```ts
+ * import { listen } from "./transport.ts";
+ * const listener = await listen("tcp:127.0.0.1:0", (t) => t.close());
+ * console.assert(/^tcp:127\.0\.0\.1:\d+$/.test(listener.addr));
+ * listener.close();
+ * await listener.done;
+ * ```
+ */
+export async function listen(
+  address: string,
+  onTransport: (t: Transport) => void,
+  options: ListenOptions = {},
+): Promise<Listener> {
+  const a = parseAddress(address);
+  const allowPublic = plaintextAllowed(options.allowPublic);
+  if (a.kind === "ws") {
+    return listenWebSocket(address, a, onTransport, {
+      ...options,
+      allowPublic,
+    });
+  }
+  let inner: Deno.Listener;
+  if (a.kind === "unix") {
+    inner = await listenUnix(address, a.path);
+  } else {
+    const wildcard = a.host === "0.0.0.0" || a.host === "::";
+    if (!allowPublic && !wildcard && !isPrivateHost(a.host)) {
+      throw new TransportError(
+        address,
+        "listen",
+        `plaintext TCP on a public address refused: ${PLAINTEXT_HINT}`,
+      );
+    }
+    try {
+      inner = Deno.listen({ hostname: a.host, port: a.port });
+    } catch (e) {
+      throw new TransportError(address, "listen", reasonOf(e));
+    }
+  }
+  const addr = addrText(inner.addr);
+  let closed = false;
+  const gate = new ConnectionGate(options.limits, softFdLimit());
+  const done = acceptEach(inner, () => closed, (conn) => {
+    const remote = conn.remoteAddr;
+    if (
+      !allowPublic && remote.transport === "tcp" &&
+      !isPrivateHost(remote.hostname)
+    ) {
+      conn.close();
+      return;
+    }
+    const ticket = gate.admit(addrText(remote));
+    if (ticket === undefined) {
+      conn.close(); // over a bound: the descriptor comes back at once
+      return;
+    }
+    onTransport(gate.wrap(new ConnTransport(conn), ticket));
+  });
+  return {
+    addr: a.kind === "unix" ? `unix:${a.path}` : addr,
+    done,
+    close(): void {
+      if (closed) return;
+      closed = true;
+      try {
+        inner.close();
+      } catch { /* already closed */ }
+      if (a.kind === "unix") {
+        try {
+          Deno.removeSync(a.path);
+        } catch { /* gone already */ }
+      }
+    },
+  };
+}
+
+async function listenUnix(
+  address: string,
+  path: string,
+): Promise<Deno.Listener> {
+  try {
+    return Deno.listen({ transport: "unix", path });
+  } catch (e) {
+    if (!(e instanceof Deno.errors.AddrInUse)) {
+      throw new TransportError(address, "listen", reasonOf(e));
+    }
+  }
+  // In use: a live listener, or a stale file left by a killed process.
+  try {
+    const probe = await Deno.connect({ transport: "unix", path });
+    probe.close();
+    throw new TransportError(address, "listen", "address already in use");
+  } catch (e) {
+    if (e instanceof TransportError) throw e;
+  }
+  try {
+    Deno.removeSync(path);
+    return Deno.listen({ transport: "unix", path });
+  } catch (e) {
+    throw new TransportError(address, "listen", reasonOf(e));
+  }
+}

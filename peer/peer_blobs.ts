@@ -1,0 +1,673 @@
+/**
+ * The blob side of a {@link Peer}: one actor per transfer (incoming and
+ * outgoing), the sinks that write received chunks to disk, and how a msg's
+ * blob parts resolve to files.
+ *
+ * @module
+ */
+
+import { type Actor, createActor } from "npm:xstate@^5.33.3";
+import type { Connection } from "../actors/connection.ts";
+import type { ActorInspection } from "../actors/supervisor.ts";
+import {
+  type BlobProgress,
+  chunkSentEvent,
+  type IncomingBlobMachine,
+  incomingBlobMachine,
+  type OutgoingBlobMachine,
+  outgoingBlobMachine,
+  sinkEvent,
+} from "../actors/blob_machine.ts";
+import type { PeerEvent, ReceivedBlob } from "./peer_events.ts";
+import type { BlobRecord, OutboxEntry, Store } from "../storage/store.ts";
+import { BlobSink } from "../storage/blob_sink.ts";
+import { discardSpooled } from "../storage/spool.ts";
+import { KEY_PREFIX } from "../wire/keys.ts";
+import { timestamp } from "../wire/time.ts";
+import type { BlobPart, Chunk } from "../wire/types.ts";
+
+/** How many refusals of our own blobs are remembered for the ack race. */
+const MAX_REFUSED_KEPT = 10_000;
+
+type OutBlobActor = Actor<OutgoingBlobMachine>;
+type InBlobActor = Actor<IncomingBlobMachine>;
+
+/** A directory name for a peer's received blobs (refs are chosen by it). */
+function peerDir(key: string): string {
+  return key.startsWith(KEY_PREFIX) ? key.slice(KEY_PREFIX.length) : key;
+}
+
+/**
+ * Bounds on unfinished incoming blobs (chunks received, blob not complete):
+ * a chunk that would pass one is refused (err blob_refused) and its blob's
+ * temp file removed; one untouched for `ttlMs` is dropped by
+ * {@link PeerBlobs.expireUnfinished}.
+ */
+export interface UnfinishedBlobLimits {
+  /** Per peer, bytes (default 512 MiB, at least the blob limit). */
+  perPeer?: number;
+  /** All peers together, bytes (default 2 GiB, at least the per-peer bound). */
+  total?: number;
+  /** Dropped after this long without a chunk, ms (default 1 h). */
+  ttlMs?: number;
+}
+
+/** Defaults of {@link UnfinishedBlobLimits}. */
+export const DEFAULT_UNFINISHED: Readonly<Required<UnfinishedBlobLimits>> =
+  Object.freeze({
+    perPeer: 512 * 1024 * 1024,
+    total: 2 * 1024 * 1024 * 1024,
+    ttlMs: 3_600_000,
+  });
+
+/** What {@link PeerBlobs} needs from its Peer. */
+export interface PeerBlobsOptions {
+  /** Blob records are kept here. */
+  store: Store;
+  /** Received files go under `${blobsDir}/<peer>/`. */
+  blobsDir: string;
+  /** Largest blob accepted, in bytes. */
+  maxBlobBytes: number;
+  /** Bytes of unfinished incoming blobs kept per peer, and in total. */
+  unfinished?: UnfinishedBlobLimits;
+  /** Shows the transfer actors, when given. */
+  inspect?: ActorInspection;
+  /** The inspector parent of a peer's transfers (its connection). */
+  parentId(peer: string): string;
+  /** Reports a Peer event (progress, blob). */
+  emit(event: PeerEvent): void;
+  /** Reports a local error event. */
+  localError(peer: string, code: string, detail: string, ref?: string): void;
+  /** True once the Peer is closing. */
+  closing(): boolean;
+}
+
+/**
+ * The transfers of one Peer, by `${peer} ${ref}` and direction.
+ *
+ * @example
+ * ```ts ignore
+ * const blobs = new PeerBlobs({ store, blobsDir, maxBlobBytes, parentId, emit, localError, closing });
+ * await blobs.takeChunk(peer, conn, chunk); // before the chunk commits
+ * const got = await blobs.resolve(peer, blobPart, conn); // when its msg arrives
+ * ```
+ */
+export class PeerBlobs {
+  #o: PeerBlobsOptions;
+  #store: Store;
+  #maxBlob: number;
+  #blobsDir: string;
+  #sinks = new Map<string, Promise<BlobSink>>();
+  /** Bytes held by unfinished incoming blobs, by `${peer} ${ref}`. */
+  #unfinished:
+    | Promise<Map<string, { peer: string; bytes: number }>>
+    | undefined;
+  /** `#unfinished`, once loaded. */
+  /**
+   * Our blobs the remote refused (`peer ref` → detail): the err can come
+   * before the transfer's actor exists and before the msg's ack.
+   */
+  #refusedOut = new Map<string, string>();
+  #held: Map<string, { peer: string; bytes: number }> | undefined;
+  #perPeer: number;
+  #total: number;
+  #ttlMs: number;
+  /** Transfer actors by `${peer} ${ref}`, one Map per direction. */
+  #outBlobs = new Map<string, Promise<OutBlobActor>>();
+  #inBlobs = new Map<string, Promise<InBlobActor>>();
+  /** Where transfer actors are shown; set at construction or by {@link attach}. */
+  #inspect: ActorInspection | undefined;
+  /** Each transfer actor's tree label, for a hub attached later. */
+  #labels = new WeakMap<OutBlobActor | InBlobActor, string>();
+
+  /** Sets up the (empty) transfer tables. */
+  constructor(options: PeerBlobsOptions) {
+    this.#o = options;
+    this.#store = options.store;
+    this.#maxBlob = options.maxBlobBytes;
+    this.#blobsDir = options.blobsDir;
+    const u = options.unfinished ?? {};
+    this.#perPeer = Math.max(
+      u.perPeer ?? DEFAULT_UNFINISHED.perPeer,
+      this.#maxBlob,
+    );
+    this.#total = Math.max(u.total ?? DEFAULT_UNFINISHED.total, this.#perPeer);
+    this.#ttlMs = u.ttlMs ?? DEFAULT_UNFINISHED.ttlMs;
+    // Loaded ahead, so the first chunk does not wait for the scan.
+    this.#unfinishedBytes().catch(() => this.#unfinished = undefined);
+    this.#inspect = options.inspect;
+  }
+
+  /**
+   * Shows the transfer actors in `inspect` from now on: running ones are
+   * registered (once their creation settles), later ones get its observer.
+   *
+   * @example
+   * ```ts ignore
+   * blobs.attach(hub); // hub.actors() then lists each live transfer
+   * ```
+   */
+  attach(inspect: ActorInspection): void {
+    if (this.#inspect === inspect) return;
+    this.#inspect = inspect;
+    for (const blobs of [this.#outBlobs, this.#inBlobs]) {
+      for (const [id, p] of blobs) {
+        const peer = id.slice(0, id.indexOf(" "));
+        void p.then((a) => this.#show(a, peer), () => {});
+      }
+    }
+  }
+
+  #show(actor: OutBlobActor | InBlobActor, peer: string): void {
+    this.#inspect?.register(actor, {
+      kind: "blob",
+      label: this.#labels.get(actor) ?? "blob",
+      parentId: this.#parentId(peer),
+    });
+  }
+
+  get #closing(): boolean {
+    return this.#o.closing();
+  }
+
+  #emit(event: PeerEvent): void {
+    this.#o.emit(event);
+  }
+
+  #localError(peer: string, code: string, detail: string, ref?: string): void {
+    this.#o.localError(peer, code, detail, ref);
+  }
+
+  #parentId(peer: string): string {
+    return this.#o.parentId(peer);
+  }
+
+  #actorOptions(): { inspect?: ActorInspection["observer"] } {
+    return this.#inspect ? { inspect: this.#inspect.observer } : {};
+  }
+
+  /** The connection to `peer` closed: its transfers pause. */
+  disconnected(peer: string): void {
+    for (const blobs of [this.#outBlobs, this.#inBlobs]) {
+      for (const [id, p] of blobs) {
+        if (!id.startsWith(`${peer} `)) continue;
+        void p.then((a) => a.send({ type: "DISCONNECTED" }), () => {});
+      }
+    }
+  }
+
+  /** The msg carrying `refs` to `peer` was acked: those transfers are done. */
+  acked(peer: string, refs: string[]): void {
+    for (const ref of refs) {
+      void this.#outBlobs.get(`${peer} ${ref}`)?.then(
+        (a) => a.send({ type: "ACKED" }),
+        () => {},
+      );
+    }
+  }
+
+  /**
+   * `peer` refused our blob `ref` (err blob_refused): its chunks leave the
+   * outbox, the record is marked refused and a `blob` event (dir out) goes out.
+   */
+  async refused(peer: string, ref: string, detail: string): Promise<void> {
+    this.#noteRefused(`${peer} ${ref}`, detail);
+    // The actor hears it first: the err came before any later ack of the
+    // msg, and awaiting the store here would let that ack overtake it.
+    void this.#outBlobs.get(`${peer} ${ref}`)?.then(
+      (a) => a.send({ type: "REFUSED", detail }),
+      () => {},
+    );
+    // The transfer stops: its chunks leave the outbox (the msg still goes).
+    await this.#store.dropBlob(peer, ref);
+    const record = await this.#store.blob(peer, ref, "out");
+    // The refusal may come after the msg's ack (it is sent when the chunks
+    // are processed), so a transfer already marked complete is refused too.
+    if (!record || record.status === "refused") return;
+    await this.#store.putBlob({
+      ...record,
+      status: "refused",
+      updated: Date.now(),
+    });
+    await discardSpooled(record.path).catch(() => {});
+    this.#emit({
+      type: "blob",
+      peer,
+      ts: timestamp(),
+      dir: "out",
+      ref,
+      size: record.size,
+      status: "refused",
+      detail,
+      ...(record.th !== undefined ? { th: record.th } : {}),
+      ...(record.name !== undefined ? { name: record.name } : {}),
+      ...(record.mime !== undefined ? { mime: record.mime } : {}),
+    });
+  }
+
+  /** Stops every transfer actor. */
+  async stop(): Promise<void> {
+    for (const actors of [this.#outBlobs, this.#inBlobs]) {
+      for (const p of actors.values()) (await p.catch(() => undefined))?.stop();
+      actors.clear();
+    }
+  }
+
+  /** Starts a transfer actor: progress becomes a Peer event, done leaves the Map. */
+  #startBlob<A extends OutBlobActor | InBlobActor>(
+    blobs: Map<string, Promise<A>>,
+    id: string,
+    actor: A,
+    peer: string,
+    label: string,
+  ): A {
+    this.#labels.set(actor, label);
+    this.#show(actor, peer);
+    actor.on("progress", (p: BlobProgress) =>
+      this.#emit({
+        type: "progress",
+        peer: p.peer,
+        ts: timestamp(),
+        ref: p.ref,
+        dir: p.dir,
+        bytes: p.bytes,
+        total: p.total,
+        rate: p.rate,
+        status: p.status,
+        ...(p.th !== undefined ? { th: p.th } : {}),
+        ...(p.name !== undefined ? { name: p.name } : {}),
+      }));
+    (actor as OutBlobActor).subscribe({
+      next: (snapshot) => {
+        if (snapshot.status === "done") blobs.delete(id);
+      },
+      error: () => blobs.delete(id),
+    });
+    actor.start();
+    return actor;
+  }
+
+  /** The actor of our blob `ref` to `peer`, started on first use. */
+  outgoing(
+    peer: string,
+    ref: string,
+    input: { th?: string; name?: string; size: number },
+  ): Promise<OutBlobActor> {
+    const id = `${peer} ${ref}`;
+    let actor = this.#outBlobs.get(id);
+    if (actor) return actor;
+    const a = createActor(outgoingBlobMachine, {
+      input: { peer, ref, ...input },
+      ...this.#actorOptions(),
+    });
+    actor = Promise.resolve(
+      this.#startBlob(this.#outBlobs, id, a, peer, `out ${input.name ?? ref}`),
+    );
+    this.#outBlobs.set(id, actor);
+    const detail = this.#refusedOut.get(id);
+    if (detail !== undefined) a.send({ type: "REFUSED", detail });
+    return actor;
+  }
+
+  /**
+   * Whether `peer` refused our blob `ref`. Checked right before a record is
+   * marked complete: the msg's ack may come before or after the refusal.
+   */
+  wasRefused(peer: string, ref: string): boolean {
+    return this.#refusedOut.has(`${peer} ${ref}`);
+  }
+
+  #noteRefused(id: string, detail: string): void {
+    // Bounded: refusals of our own blobs, kept for the race with the ack.
+    if (this.#refusedOut.size >= MAX_REFUSED_KEPT) {
+      this.#refusedOut.delete(this.#refusedOut.keys().next().value!);
+    }
+    this.#refusedOut.set(id, detail);
+  }
+
+  #incomingBlob(
+    peer: string,
+    ref: string,
+    sink: BlobSink,
+  ): Promise<InBlobActor> {
+    const id = `${peer} ${ref}`;
+    let actor = this.#inBlobs.get(id);
+    if (actor) return actor;
+    const record = sink.record;
+    const a = createActor(incomingBlobMachine, {
+      input: {
+        peer,
+        ref,
+        ...(record.th !== undefined ? { th: record.th } : {}),
+        ...(record.name !== undefined ? { name: record.name } : {}),
+        total: sink.size,
+        bytes: sink.bytes,
+      },
+      ...this.#actorOptions(),
+    });
+    actor = Promise.resolve(
+      this.#startBlob(this.#inBlobs, id, a, peer, `in ${record.name ?? ref}`),
+    );
+    this.#inBlobs.set(id, actor);
+    return actor;
+  }
+
+  /** A chunk line was written: its transfer (resumed from its record) moves. */
+  async chunkSent(peer: string, entry: OutboxEntry): Promise<void> {
+    const event = chunkSentEvent(entry);
+    const ref = entry.fields.ref;
+    if (!event || typeof ref !== "string" || this.#closing) return;
+    let actor = this.#outBlobs.get(`${peer} ${ref}`);
+    if (!actor) {
+      const record = await this.#store.blob(peer, ref, "out");
+      if (!record || record.status !== "active") return;
+      actor = this.outgoing(peer, ref, {
+        size: record.size,
+        ...(record.th !== undefined ? { th: record.th } : {}),
+        ...(record.name !== undefined ? { name: record.name } : {}),
+      });
+    }
+    (await actor).send(event);
+  }
+
+  /** A replayed msg's blob: as stored, or finished now if it can be. */
+  async replay(peer: string, part: BlobPart): Promise<ReceivedBlob> {
+    const record = await this.#store.blob(peer, part.ref, "in");
+    const base: ReceivedBlob = {
+      ref: part.ref,
+      size: part.size,
+      status: "missing",
+      ...(part.name !== undefined ? { name: part.name } : {}),
+      ...(part.mime !== undefined ? { mime: part.mime } : {}),
+    };
+    switch (record?.status) {
+      case "complete":
+        return {
+          ...base,
+          status: "complete",
+          path: record.path,
+          ...(record.sha256 !== undefined ? { sha256: record.sha256 } : {}),
+        };
+      case "refused":
+        return { ...base, status: "refused", detail: "refused" };
+      case "failed":
+        return { ...base, status: "failed", detail: "failed" };
+      default:
+        // Killed between the msg's commit and its blob's completion.
+        return await this.resolve(peer, part);
+    }
+  }
+
+  /** The sink of an incoming blob, made (or resumed from its record) once. */
+  #sinkFor(peer: string, ref: string, th?: string): Promise<BlobSink> {
+    const id = `${peer} ${ref}`;
+    let sink = this.#sinks.get(id);
+    if (sink) return sink;
+    sink = (async () => {
+      const record = await this.#store.blob(peer, ref, "in");
+      // A record picks up a transfer cut by a reconnect or a restart.
+      return record
+        ? await BlobSink.resume(record, { maxBytes: this.#maxBlob })
+        : await BlobSink.open({
+          peer,
+          ref,
+          dir: `${this.#blobsDir}/${peerDir(peer)}`,
+          th,
+          maxBytes: this.#maxBlob,
+        });
+    })();
+    this.#sinks.set(id, sink);
+    sink.catch(() => this.#sinks.delete(id));
+    return sink;
+  }
+
+  /**
+   * Writes received chunks to their sinks (one sync per sink for the whole
+   * batch) and resolves with each touched sink's record, to be committed
+   * with the chunks' seen markers (so the two never disagree after a kill);
+   * a refusal is answered on `conn` with err blob_refused, once.
+   */
+  async takeChunks(
+    peer: string,
+    conn: Connection,
+    chunks: Array<Chunk & { bytes?: Uint8Array }>,
+  ): Promise<BlobRecord[]> {
+    const records: BlobRecord[] = [];
+    // Sinks in order of first appearance, each with its chunks in order.
+    const bySink = new Map<string, Array<Chunk & { bytes?: Uint8Array }>>();
+    for (const m of chunks) {
+      const list = bySink.get(m.ref);
+      if (list) list.push(m);
+      else bySink.set(m.ref, [m]);
+    }
+    for (const [ref, list] of bySink) {
+      const id = `${peer} ${ref}`;
+      const sink = await this.#sinkFor(peer, ref, list[0].th);
+      const over = await this.#overBudget(peer, ref, decodedBytes(list), sink);
+      if (over !== undefined) {
+        await sink.discard();
+        records.push(sink.record);
+        this.#sinks.delete(id);
+        (this.#held ?? await this.#unfinishedBytes()).delete(id);
+        conn.sendLine({ t: "err", code: "blob_refused", detail: over, ref });
+        this.#localError(peer, "blob", over, ref);
+        continue;
+      }
+      const results = await sink.writeMany(list);
+      const held = this.#held ?? await this.#unfinishedBytes();
+      if (sink.status === "active") held.set(id, { peer, bytes: sink.bytes });
+      else held.delete(id);
+      // A chunk the sink has already is a replay of one written before a
+      // crash (or a reconnect) but not committed as seen: not an error.
+      const taken = results.filter((r) =>
+        !(r.kind === "error" &&
+          (r.code === "out_of_order" || r.code === "after_complete"))
+      );
+      if (taken.length === 0) continue;
+      records.push(sink.record);
+      const actor = this.#incomingBlob(peer, ref, sink);
+      for (const result of taken) {
+        const event = sinkEvent(result);
+        if (event) void actor.then((a) => a.send(event), () => {});
+        if (result.kind === "refused") {
+          if (!result.repeat) {
+            conn.sendLine({
+              t: "err",
+              code: "blob_refused",
+              detail: result.detail,
+              ref: result.ref,
+            });
+          }
+        } else if (result.kind === "error") {
+          this.#localError(peer, "blob", result.detail, result.ref);
+        }
+      }
+    }
+    return records;
+  }
+
+  /** Finishes the blob a msg names; `conn` (live) hears a refusal. */
+  async resolve(
+    peer: string,
+    part: BlobPart,
+    conn?: Connection,
+  ): Promise<ReceivedBlob> {
+    const base: ReceivedBlob = {
+      ref: part.ref,
+      size: part.size,
+      status: "missing",
+      ...(part.name !== undefined ? { name: part.name } : {}),
+      ...(part.mime !== undefined ? { mime: part.mime } : {}),
+    };
+    const id = `${peer} ${part.ref}`;
+    let sink = await this.#sinks.get(id)?.catch(() => undefined);
+    if (!sink) {
+      const record = await this.#store.blob(peer, part.ref, "in");
+      if (!record) {
+        if (part.size > this.#maxBlob) {
+          // No chunk came (sender skipped them?): still say no.
+          conn?.sendLine({
+            t: "err",
+            code: "blob_refused",
+            detail:
+              `blob ${part.ref} is ${part.size} bytes, over the ${this.#maxBlob} byte limit`,
+            ref: part.ref,
+          });
+          return { ...base, status: "refused", detail: "over the blob limit" };
+        }
+        return { ...base, detail: "no chunks received" };
+      }
+      sink = await this.#sinkFor(peer, part.ref, record.th);
+    }
+    const actor = this.#inBlobs.get(`${peer} ${part.ref}`);
+    void actor?.then((a) => {
+      if (part.name !== undefined) {
+        this.#labels.set(a, `in ${part.name}`);
+        this.#inspect?.register(a, { label: `in ${part.name}` });
+      }
+      a.send({
+        type: "DESCRIBED",
+        total: part.size,
+        ...(part.name !== undefined ? { name: part.name } : {}),
+      });
+    }, () => {});
+    const result = await sink.expect({
+      size: part.size,
+      name: part.name,
+      mime: part.mime,
+    });
+    await this.#store.putBlob(sink.record);
+    const event = result ? sinkEvent(result) : undefined;
+    if (event) void actor?.then((a) => a.send(event), () => {});
+    if (result?.kind === "refused" && !result.repeat) {
+      conn?.sendLine({
+        t: "err",
+        code: "blob_refused",
+        detail: result.detail,
+        ref: part.ref,
+      });
+    }
+    if (sink.status !== "active") this.#sinks.delete(id);
+    switch (sink.status) {
+      case "complete":
+        return {
+          ...base,
+          status: "complete",
+          path: sink.path,
+          sha256: sink.sha256,
+        };
+      case "refused":
+        return { ...base, status: "refused", detail: sink.detail ?? "refused" };
+      case "failed":
+        return { ...base, status: "failed", detail: sink.detail ?? "failed" };
+      default:
+        return {
+          ...base,
+          detail: `incomplete: ${sink.bytes} of ${part.size} bytes`,
+        };
+    }
+  }
+
+  /** The unfinished incoming blobs' bytes, loaded from the store once. */
+  #unfinishedBytes(): Promise<Map<string, { peer: string; bytes: number }>> {
+    this.#unfinished ??= this.#store.blobs().then((records) => {
+      if (this.#held) return this.#held;
+      const held = new Map<string, { peer: string; bytes: number }>();
+      for (const r of records) {
+        if (r.dir === "in" && r.status === "active") {
+          held.set(`${r.peer} ${r.ref}`, { peer: r.peer, bytes: r.bytes });
+        }
+      }
+      return this.#held = held;
+    });
+    return this.#unfinished;
+  }
+
+  /** Why `adding` more bytes of blob `ref` may not be written, or undefined. */
+  async #overBudget(
+    peer: string,
+    ref: string,
+    adding: number,
+    sink: BlobSink,
+  ): Promise<string | undefined> {
+    if (sink.status !== "active") return;
+    // Synchronous once loaded: this runs for every batch of chunks.
+    const held = this.#held ?? await this.#unfinishedBytes();
+    let mine = 0;
+    let all = 0;
+    for (const [id, h] of held) {
+      if (id === `${peer} ${ref}`) continue; // counted as sink.bytes
+      all += h.bytes;
+      if (h.peer === peer) mine += h.bytes;
+    }
+    mine += sink.bytes + adding;
+    all += sink.bytes + adding;
+    if (mine > this.#perPeer) {
+      return `blob ${ref} refused: unfinished blobs from this peer would pass ${this.#perPeer} bytes`;
+    }
+    if (all > this.#total) {
+      return `blob ${ref} refused: unfinished blobs would pass ${this.#total} bytes in total`;
+    }
+    return undefined;
+  }
+
+  /**
+   * Why `adding` more bytes of outgoing blobs to `peer` (a served result)
+   * may not be spooled: its unacked outgoing blobs would pass the per-peer
+   * or the total bound (the same as for unfinished incoming ones). Else
+   * undefined.
+   */
+  async outgoingOver(
+    peer: string,
+    adding: number,
+  ): Promise<string | undefined> {
+    let mine = adding;
+    let all = adding;
+    for (const b of await this.#store.blobs()) {
+      if (b.dir !== "out" || b.status !== "active") continue;
+      all += b.size;
+      if (b.peer === peer) mine += b.size;
+    }
+    if (mine > this.#perPeer) {
+      return `unacked blobs to this peer would pass ${this.#perPeer} bytes`;
+    }
+    if (all > this.#total) {
+      return `unacked blobs would pass ${this.#total} bytes in total`;
+    }
+    return undefined;
+  }
+
+  /**
+   * Drops the unfinished incoming blobs that got no chunk for the TTL:
+   * their temp files are removed and their records marked failed. Resolves
+   * with how many went.
+   */
+  async expireUnfinished(now = Date.now()): Promise<number> {
+    const cutoff = now - this.#ttlMs;
+    let count = 0;
+    for (const r of await this.#store.blobs()) {
+      if (r.dir !== "in" || r.status !== "active" || r.updated >= cutoff) {
+        continue;
+      }
+      try {
+        const sink = await this.#sinkFor(r.peer, r.ref, r.th);
+        await sink.discard();
+        await this.#store.putBlob(sink.record);
+      } catch { /* its file is gone already */ }
+      this.#sinks.delete(`${r.peer} ${r.ref}`);
+      (await this.#unfinishedBytes()).delete(`${r.peer} ${r.ref}`);
+      count++;
+    }
+    return count;
+  }
+}
+
+/** The decoded size of chunks (their bytes, or at most 3/4 of their base64). */
+function decodedBytes(chunks: Array<Chunk & { bytes?: Uint8Array }>): number {
+  let n = 0;
+  for (const m of chunks) {
+    n += m.bytes?.byteLength ??
+      (typeof m.data === "string" ? Math.floor(m.data.length * 3 / 4) : 0);
+  }
+  return n;
+}

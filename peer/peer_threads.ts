@@ -1,0 +1,356 @@
+/**
+ * The thread side of a {@link Peer}: one actor per thread (created on first
+ * use, fed every msg and state line in and out), the seq-ordered emission of
+ * received `message` and `state` events, and the `events({ after })` replay
+ * from the traffic log.
+ *
+ * @module
+ */
+
+import { type Actor, createActor } from "npm:xstate@^5.33.3";
+import type { Connection, ReceivedLine } from "../actors/connection.ts";
+import type { ActorInspection, Delivery } from "../actors/supervisor.ts";
+import { type ThreadMachine, threadMachine } from "../actors/thread_machine.ts";
+import {
+  EventQueue,
+  messageEvent,
+  type PeerEvent,
+  type PeerMessageEvent,
+  type ReceivedBlob,
+  type RequestInfo,
+  type StateEvent,
+  stateEvent,
+} from "./peer_events.ts";
+import type { LogEntry, Store } from "../storage/store.ts";
+import { timestamp } from "../wire/time.ts";
+import type { BlobPart, Msg, State } from "../wire/types.ts";
+
+/** A thread's actor (see thread_machine.ts). */
+export type ThreadActor = Actor<ThreadMachine>;
+
+/** What a thread actor is fed: a msg or state line in or out, or READ. */
+export type ThreadActorEvent = Parameters<ThreadActor["send"]>[0];
+
+const LOG_BATCH = 256;
+
+/** What {@link PeerThreads} needs from its Peer. */
+export interface PeerThreadsOptions {
+  /** Thread records and the traffic log (for replay) are read here. */
+  store: Store;
+  /** Shows the thread actors, when given. */
+  inspect?: ActorInspection;
+  /** The inspector parent of a peer's threads (its connection). */
+  parentId(peer: string): string;
+  /** Reports a Peer event (message, state, blob, replay error). */
+  emit(event: PeerEvent): void;
+  /** True once the Peer is closing. */
+  closing(): boolean;
+  /** A received msg/state line, for the extensions (mirror). */
+  onLine(
+    peer: string,
+    message: Record<string, unknown> & { t: string },
+  ): Promise<void>;
+  /** Resolves a received msg's blob part to its file. */
+  resolveBlob(
+    peer: string,
+    part: BlobPart,
+    conn: Connection,
+  ): Promise<ReceivedBlob>;
+  /** A logged msg's blob part as stored (replay). */
+  replayBlob(peer: string, part: BlobPart): Promise<ReceivedBlob>;
+  /** Serves the requests a committed msg makes (profile caps). */
+  requests(peer: string, m: Msg, conn: Connection): Promise<RequestInfo[]>;
+}
+
+/**
+ * The threads of one Peer: their actors by `${peer} ${th}`, and the
+ * received msg/state events, emitted in seq order.
+ *
+ * @example
+ * ```ts ignore
+ * const threads = new PeerThreads({ store, parentId, emit, closing, onLine, resolveBlob, replayBlob, requests });
+ * threads.afterCommit(lines); // fresh lines hold their event's turn
+ * await threads.deliver(delivery); // each line, then its event in seq order
+ * ```
+ */
+export class PeerThreads {
+  #o: PeerThreadsOptions;
+  #store: Store;
+  #actors = new Map<string, Promise<ThreadActor>>();
+  /** Seqs of received msg/state lines committed here whose event is not out yet, ascending. */
+  #pendingSeqs: number[] = [];
+  #seqWaiters = new Map<number, () => void>();
+  /** Where thread actors are shown; set at construction or by {@link attach}. */
+  #inspect: ActorInspection | undefined;
+
+  /** Sets up the (empty) thread table. */
+  constructor(options: PeerThreadsOptions) {
+    this.#o = options;
+    this.#store = options.store;
+    this.#inspect = options.inspect;
+  }
+
+  /**
+   * Shows the thread actors in `inspect` from now on: those already running
+   * are registered (once their creation settles), later ones get its observer.
+   *
+   * @example
+   * ```ts ignore
+   * threads.attach(hub); // hub.actors() then lists each thread
+   * ```
+   */
+  attach(inspect: ActorInspection): void {
+    if (this.#inspect === inspect) return;
+    this.#inspect = inspect;
+    for (const [id, p] of this.#actors) {
+      const peer = id.slice(0, id.indexOf(" "));
+      void p.then((a) => this.#show(a, peer), () => {});
+    }
+  }
+
+  #show(a: ThreadActor, peer: string): void {
+    const record = a.getSnapshot().context.record;
+    this.#inspect?.register(a, {
+      kind: "thread",
+      label: `thread ${record.subject ?? record.th}`,
+      parentId: this.#o.parentId(peer),
+    });
+  }
+
+  get #closing(): boolean {
+    return this.#o.closing();
+  }
+
+  #emit(event: PeerEvent): void {
+    this.#o.emit(event);
+  }
+
+  #actorOptions(): { inspect?: ActorInspection["observer"] } {
+    return this.#inspect ? { inspect: this.#inspect.observer } : {};
+  }
+
+  /**
+   * The thread's actor, created on first use from its stored record. Held
+   * in a Map rather than spawned as children of one machine: xstate copies
+   * a parent's children on each change, quadratic over many threads.
+   */
+  #threadActor(peer: string, th: string): Promise<ThreadActor> {
+    const id = `${peer} ${th}`;
+    let actor = this.#actors.get(id);
+    if (actor) return actor;
+    actor = (async () => {
+      const record = await this.#store.thread(peer, th);
+      const a = createActor(threadMachine, {
+        input: { peer, th, ...(record ? { record } : {}) },
+        ...this.#actorOptions(),
+      });
+      this.#show(a, peer);
+      return a.start();
+    })();
+    this.#actors.set(id, actor);
+    actor.catch(() => this.#actors.delete(id));
+    return actor;
+  }
+
+  /**
+   * Feeds a durable msg or state line to its thread's actor. The store stays
+   * the record's writer (receive counts unread atomically with the commit);
+   * the actor is the thread's behaviour and what the inspector shows.
+   */
+  async feed(peer: string, th: string, event: ThreadActorEvent): Promise<void> {
+    if (this.#closing) return;
+    (await this.#threadActor(peer, th)).send(event);
+  }
+
+  /** The thread was marked read: its actor (if running) hears READ. */
+  async read(peer: string, th: string): Promise<void> {
+    (await this.#actors.get(`${peer} ${th}`))?.send({ type: "READ" });
+  }
+
+  /**
+   * The fresh content lines just committed: each msg/state holds its
+   * event's turn, so events leave in seq order.
+   */
+  afterCommit(lines: ReceivedLine[]): void {
+    for (const line of lines) {
+      const t = line.message.t;
+      if (line.seq !== undefined && (t === "msg" || t === "state")) {
+        this.#hold(line.seq);
+      }
+    }
+  }
+
+  /** A delivered msg or state line: its actor, blobs, requests, then its event. */
+  async deliver(d: Delivery): Promise<void> {
+    const seq = d.seq ?? 0;
+    try {
+      await this.#threadLine(d, seq);
+    } finally {
+      this.#release(seq);
+    }
+  }
+
+  async #threadLine(d: Delivery, seq: number): Promise<void> {
+    const ts = timestamp();
+    if (d.message.t === "state" || d.message.t === "msg") {
+      const m = d.message as Msg | State;
+      await this.feed(
+        d.peer,
+        m.th,
+        m.t === "msg"
+          ? { type: "MSG_IN", message: m }
+          : { type: "STATE_IN", message: m },
+      );
+      await this.#o.onLine(
+        d.peer,
+        m as unknown as Record<string, unknown> & { t: string },
+      );
+    }
+    if (d.message.t === "state") {
+      await this.#turn(seq);
+      this.#emit(stateEvent(d.peer, ts, d.message as State, seq));
+      return;
+    }
+    if (d.message.t !== "msg") return;
+    const m = d.message as Msg;
+    const blobs: ReceivedBlob[] = [];
+    for (const part of m.parts) {
+      if (part.k !== "blob") continue;
+      const blob = await this.#o.resolveBlob(
+        d.peer,
+        part as BlobPart,
+        d.connection,
+      );
+      blobs.push(blob);
+      this.#emit({
+        type: "blob",
+        peer: d.peer,
+        ts: timestamp(),
+        dir: "in",
+        th: m.th,
+        ...blob,
+      });
+    }
+    // The msg is committed and acked; requests are answered after that.
+    const requests = await this.#o.requests(d.peer, m, d.connection);
+    await this.#turn(seq);
+    this.#emit(messageEvent(d.peer, ts, m, blobs, seq, requests));
+  }
+
+  #hold(seq: number): void {
+    const list = this.#pendingSeqs;
+    let i = list.length;
+    while (i > 0 && list[i - 1] > seq) i--;
+    list.splice(i, 0, seq);
+  }
+
+  /** Resolves once every earlier held seq has had its event (or failed). */
+  #turn(seq: number): Promise<void> {
+    const head = this.#pendingSeqs[0];
+    if (head === undefined || head >= seq || this.#closing) {
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.#seqWaiters.set(seq, resolve));
+  }
+
+  #release(seq: number): void {
+    const i = this.#pendingSeqs.indexOf(seq);
+    if (i < 0) return;
+    this.#pendingSeqs.splice(i, 1);
+    const head = this.#pendingSeqs[0];
+    const wake = head === undefined ? undefined : this.#seqWaiters.get(head);
+    if (wake) {
+      this.#seqWaiters.delete(head);
+      wake();
+    }
+  }
+
+  /**
+   * `events({ after })`: the received msgs and states the log holds past
+   * `after`, rebuilt, then the live events of `live` (subscribed before the
+   * log was read) minus those already replayed.
+   */
+  replayThenLive(
+    live: EventQueue<PeerEvent>,
+    after: number,
+  ): EventQueue<PeerEvent> {
+    const out: EventQueue<PeerEvent> = new EventQueue(() => void live.return());
+    const replayed = new Set<number>();
+    const run = async () => {
+      try {
+        let cursor = after;
+        let more = true;
+        while (more && !out.closed) {
+          const page = await this.#store.readLog({
+            after: cursor,
+            limit: LOG_BATCH,
+          });
+          more = page.length === LOG_BATCH;
+          for (const entry of page) {
+            cursor = entry.seq;
+            if (entry.dir !== "in") continue;
+            if (entry.t !== "msg" && entry.t !== "state") continue;
+            // Its event is on the way live, and every later one after it.
+            if (this.#pendingSeqs.includes(entry.seq)) {
+              more = false;
+              break;
+            }
+            const event = await this.#replayEvent(entry);
+            if (!event || out.closed) continue;
+            replayed.add(entry.seq);
+            out.push(event);
+          }
+        }
+      } catch (error) {
+        out.push({
+          type: "error",
+          peer: "",
+          ts: timestamp(),
+          code: "replay",
+          detail: `events: replay after ${after} failed: ${
+            error instanceof Error ? error.message : String(error)
+          }`,
+          remote: false,
+        });
+      }
+      for await (const e of live) {
+        const seen = (e.type === "message" || e.type === "state") &&
+          replayed.delete(e.seq);
+        if (!seen) out.push(e);
+      }
+      out.close();
+    };
+    void run();
+    return out;
+  }
+
+  /** The event a logged msg or state line had (or would have had). */
+  async #replayEvent(
+    entry: LogEntry,
+  ): Promise<PeerMessageEvent | StateEvent | undefined> {
+    let m: Msg | State;
+    try {
+      m = JSON.parse(entry.line);
+    } catch {
+      return undefined; // not a whole line: nothing to rebuild
+    }
+    const ts = timestamp(entry.at);
+    if (m.t === "state") return stateEvent(entry.peer, ts, m, entry.seq);
+    if (m.t !== "msg" || !Array.isArray(m.parts)) return undefined;
+    const blobs: ReceivedBlob[] = [];
+    for (const part of m.parts) {
+      if (part.k === "blob") {
+        blobs.push(await this.#o.replayBlob(entry.peer, part as BlobPart));
+      }
+    }
+    return messageEvent(entry.peer, ts, m, blobs, entry.seq, []);
+  }
+
+  /** Stops every thread actor (at close, after the work in flight). */
+  async stop(): Promise<void> {
+    for (const p of this.#actors.values()) {
+      (await p.catch(() => undefined))?.stop();
+    }
+    this.#actors.clear();
+  }
+}
