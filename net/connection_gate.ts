@@ -8,6 +8,8 @@
  * @module
  */
 
+import { isPrivateHost } from "../wire/address.ts";
+import { socketAddressText } from "./socket_text.ts";
 import type { Transport, TransportHandlers } from "./transport.ts";
 
 /** The bounds of one listener; see the README's "Limits" table.
@@ -131,6 +133,21 @@ export class ConnectionGate {
         this.#open--;
       },
     };
+  }
+
+  /**
+   * {@link ConnectionGate.admit} for an accepted socket: a TCP peer from a
+   * public address (unless `allowPublic`) or one over a bound is closed at
+   * once, so its descriptor comes back, and gets no ticket.
+   */
+  admitSocket(conn: Deno.Conn, allowPublic: boolean): GateTicket | undefined {
+    const remote = conn.remoteAddr;
+    const ticket = !allowPublic && remote.transport === "tcp" &&
+        !isPrivateHost(remote.hostname)
+      ? undefined
+      : this.admit(socketAddressText(remote));
+    if (ticket === undefined) conn.close();
+    return ticket;
   }
 
   /** Wraps `inner` so that its end releases its place. */

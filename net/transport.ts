@@ -359,19 +359,8 @@ export async function listen(
   let closed = false;
   const gate = new ConnectionGate(options.limits, softFdLimit());
   const done = acceptEach(inner, () => closed, (conn) => {
-    const remote = conn.remoteAddr;
-    if (
-      !allowPublic && remote.transport === "tcp" &&
-      !isPrivateHost(remote.hostname)
-    ) {
-      conn.close();
-      return;
-    }
-    const ticket = gate.admit(addrText(remote));
-    if (ticket === undefined) {
-      conn.close(); // over a bound: the descriptor comes back at once
-      return;
-    }
+    const ticket = gate.admitSocket(conn, allowPublic);
+    if (ticket === undefined) return;
     onTransport(gate.wrap(new ConnTransport(conn), ticket));
   });
   return {

@@ -562,16 +562,8 @@ export function listenWebSocket(
   // The same bounds as TCP; the HTTP upgrade counts as handshake time.
   const gate = new ConnectionGate(options.limits, softFdLimit());
   const done = acceptEach(inner, () => closed, (conn) => {
-    const remote = conn.remoteAddr as Deno.NetAddr;
-    if (!a.secure && !options.allowPublic && !isPrivateHost(remote.hostname)) {
-      conn.close();
-      return;
-    }
-    const ticket = gate.admit(addrText(remote));
-    if (ticket === undefined) {
-      conn.close(); // over a bound: the descriptor comes back at once
-      return;
-    }
+    const ticket = gate.admitSocket(conn, a.secure || options.allowPublic);
+    if (ticket === undefined) return;
     void upgrade(conn, path, addr, (t) => onTransport(gate.wrap(t, ticket)))
       .then((upgraded) => {
         if (!upgraded) ticket.release();
