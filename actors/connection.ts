@@ -31,6 +31,7 @@ import {
   type ConnectionHost,
   connectionMachine,
   type ConnectionTimeouts,
+  DEFAULT_TIMEOUTS,
   type SendErrParams,
   stateName,
 } from "./connection_machine.ts";
@@ -44,6 +45,7 @@ import type {
 import { chunkMessage } from "../storage/spool.ts";
 import { encodeLine } from "../wire/frame.ts";
 import { LineReader } from "../wire/line_reader.ts";
+import { connectionClock } from "../net/timer_wheel.ts";
 import { parseLine } from "../wire/parse.ts";
 import { validateMessage } from "../wire/validate.ts";
 import { isKey, randomNonce, type Signer, verify } from "../wire/keys.ts";
@@ -80,6 +82,20 @@ const MIN_LINE_COST = 1024;
 const WRITE_AHEAD_BYTES = 2 * 1024 * 1024;
 
 export type { ConnectionTimeouts } from "./connection_machine.ts";
+
+/**
+ * The accepting side pings this much later than `pingInterval`: on a quiet
+ * connection the dialer's ping (and our pong) then resets our idle wait, so
+ * one ping crosses per interval, not one from each side at the same moment.
+ */
+const ACCEPTED_PING_FACTOR = 1.2;
+
+function acceptedTimeouts(
+  timeouts: Partial<ConnectionTimeouts> = {},
+): Partial<ConnectionTimeouts> {
+  const ping = timeouts.pingInterval ?? DEFAULT_TIMEOUTS.pingInterval;
+  return { ...timeouts, pingInterval: Math.round(ping * ACCEPTED_PING_FACTOR) };
+}
 
 /** What the peer said about itself in hello (and presented in auth). */
 export interface RemoteHello {
@@ -342,8 +358,15 @@ export class Connection {
     // One machine shared by every connection; its actions call this host.
     const host: ConnectionHost = new Connection.#Host(this);
     this.actor = createActor(connectionMachine, {
-      input: { timeouts: options.timeouts, host },
+      input: {
+        timeouts: options.dialed
+          ? options.timeouts
+          : acceptedTimeouts(options.timeouts),
+        host,
+      },
       inspect: options.inspect,
+      // Deadlines of all connections on one timer wheel, not a timer each.
+      clock: connectionClock,
     });
   }
 
