@@ -74,7 +74,8 @@ export class BatchedWriter {
   #queue: Pending[] = [];
   #writing = false;
   #closed = false;
-  #idle: Array<() => void> = [];
+  /** Waiting flushes (made on the first: most connections never flush). */
+  #idle: Array<() => void> | undefined;
 
   constructor(sink: ByteSink, options: BatchedWriterOptions) {
     this.#sink = sink;
@@ -106,7 +107,7 @@ export class BatchedWriter {
   /** Resolves when every queued item is written (or dropped by a failure). */
   flush(): Promise<void> {
     if (!this.#writing && this.#queue.length === 0) return Promise.resolve();
-    return new Promise((resolve) => this.#idle.push(resolve));
+    return new Promise((resolve) => (this.#idle ??= []).push(resolve));
   }
 
   /**
@@ -171,6 +172,9 @@ export class BatchedWriter {
   }
 
   #wakeIdle(): void {
-    for (const wake of this.#idle.splice(0)) wake();
+    const idle = this.#idle;
+    if (idle === undefined) return;
+    this.#idle = undefined;
+    for (const wake of idle) wake();
   }
 }
