@@ -17,7 +17,13 @@
 import assert from "node:assert/strict";
 import { type CrashLine, CrashPeer } from "../fixtures/crash_peer.ts";
 import { openStore } from "../../storage/open_store.ts";
-import { prng } from "../helpers/prng.ts";
+import {
+  deliveryOrderProblems,
+  type Journaled,
+  readJsonLines,
+} from "../helpers/crash_journal.ts";
+import { crashSeed } from "../helpers/crash_seed.ts";
+import { sleep } from "../helpers/sleep.ts";
 import { randomBytes } from "../helpers/random_bytes.ts";
 import { sha256Hex as sha256 } from "../helpers/sha256_hex.ts";
 
@@ -25,16 +31,6 @@ const MESSAGES = 500;
 const THREADS = 5;
 const KILLS = 10;
 const KiB = 1024;
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-interface Journaled {
-  tag: string;
-  id: string;
-  th: string;
-}
 
 interface PlanItem {
   tag: string;
@@ -54,11 +50,7 @@ interface BlobView {
 }
 
 Deno.test("kill -9 either peer 10+ times while 500 msgs with files stream in 5 threads: nothing lost, no duplicates, order kept, files identical", async () => {
-  const seed = Number(Deno.env.get("CRASH_SEED") ?? Date.now() % 2 ** 31);
-  console.log(`crash_test seed ${seed} (rerun: CRASH_SEED=${seed})`);
-  const random = prng(seed);
-  const pick = (lo: number, hi: number) =>
-    Math.floor(lo + random() * (hi - lo));
+  const { seed, random, pick } = crashSeed("crash_test");
 
   const dir = await Deno.makeTempDir({ prefix: "awp-crash-" });
   const address = `unix:${dir}/rx.sock`;
@@ -167,16 +159,11 @@ Deno.test("kill -9 either peer 10+ times while 500 msgs with files stream in 5 t
 
     // Let the sender finish the plan and see every ack.
     await tx!.waitFor((l) => l.event === "all_acked", "all acked", 30_000);
-    const resolved: Journaled[] = (await Deno.readTextFile(journal))
-      .split("\n").filter((l) => l !== "").map((l) => JSON.parse(l));
+    const resolved = await readJsonLines<Journaled>(journal);
     // The application's view: its inbox journal (a torn last line was cut
     // off by the run after it; the last run quits cleanly).
-    const received = async (): Promise<CrashLine[]> => {
-      const text = await Deno.readTextFile(inbox).catch(() => "");
-      return text.split("\n").filter((l) => l !== "").map((l) =>
-        JSON.parse(l) as CrashLine
-      ).filter((l) => l.peer === txKey);
-    };
+    const received = async () =>
+      (await readJsonLines<CrashLine>(inbox)).filter((l) => l.peer === txKey);
     // The acks say durable; the events follow the commit at once.
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline) {
@@ -237,29 +224,7 @@ Deno.test("kill -9 either peer 10+ times while 500 msgs with files stream in 5 t
 
     // Order: in every thread, delivery order is id order, and the resolved
     // sends appear in the order they were sent (ids allocated in order).
-    const delivered = new Map<string, string[]>();
-    for (const e of events) {
-      const list = delivered.get(e.th as string) ?? [];
-      list.push(e.id as string);
-      delivered.set(e.th as string, list);
-    }
-    for (const [th, ids] of delivered) {
-      for (let i = 1; i < ids.length; i++) {
-        if (ids[i - 1] >= ids[i]) {
-          problems.push(
-            `thread ${th}: ${ids[i - 1]} delivered before ${ids[i]}`,
-          );
-          break;
-        }
-      }
-      const sent = resolved.filter((j) => j.th === th).map((j) => j.id);
-      const got = new Set(ids);
-      const seenOrder = ids.filter((id) => sent.includes(id));
-      const wanted = sent.filter((id) => got.has(id));
-      if (JSON.stringify(seenOrder) !== JSON.stringify(wanted)) {
-        problems.push(`thread ${th}: delivery order differs from send order`);
-      }
-    }
+    problems.push(...deliveryOrderProblems(events, resolved));
 
     // Content and files: text matches the plan, every file byte-identical.
     let files = 0;
