@@ -27,3 +27,34 @@ export class PeerProcess extends JsonLineChild {
     super(["run", "-A", "--config", CONFIG, FIXTURE, ...args]);
   }
 }
+
+/**
+ * The fixture's flags for a peer named `name` with its home at
+ * `${dir}/${name}` that notices a loss and redials quickly (ping every
+ * 300 ms, redial backoff 100 ms up to 400 ms), followed by `extra`.
+ *
+ * @example
+ * ```ts
+ * import { quickPeerArgs } from "./peer_process.ts";
+ * console.log(quickPeerArgs("/tmp/x", "dialer").slice(0, 4).join(" ")); // --home /tmp/x/dialer --name
+ * ```
+ */
+export function quickPeerArgs(
+  dir: string,
+  name: string,
+  extra: string[] = [],
+): string[] {
+  return [
+    "--home",
+    `${dir}/${name}`,
+    "--name",
+    name,
+    "--ping",
+    "300",
+    "--backoff",
+    "100",
+    "--cap",
+    "400",
+    ...extra,
+  ];
+}

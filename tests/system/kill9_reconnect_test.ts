@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { PeerProcess } from "../helpers/peer_process.ts";
+import { PeerProcess, quickPeerArgs } from "../helpers/peer_process.ts";
 import {
   assertQueueDeliveredOnce,
   exchangeBothWays,
@@ -10,24 +10,9 @@ import {
 Deno.test("kill -9 one peer: the other detects it, redials with backoff, resume delivers the queue", async () => {
   const dir = await Deno.makeTempDir();
   const address = `unix:${dir}/listener.sock`;
-  const common = ["--ping", "300", "--backoff", "100", "--cap", "400"];
-  const listenerArgs = [
-    "--home",
-    `${dir}/listener`,
-    "--listen",
-    address,
-    "--name",
-    "listener",
-    ...common,
-  ];
+  const listenerArgs = quickPeerArgs(dir, "listener", ["--listen", address]);
   let listener = new PeerProcess(listenerArgs);
-  const dialer = new PeerProcess([
-    "--home",
-    `${dir}/dialer`,
-    "--name",
-    "dialer",
-    ...common,
-  ]);
+  const dialer = new PeerProcess(quickPeerArgs(dir, "dialer"));
   let second: PeerProcess | undefined;
   try {
     const lReady = await listener.waitFor((l) => l.event === "ready", "ready");

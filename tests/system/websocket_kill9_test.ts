@@ -4,7 +4,7 @@
  * delivered exactly once when it comes back on the same address.
  */
 import assert from "node:assert/strict";
-import { PeerProcess } from "../helpers/peer_process.ts";
+import { PeerProcess, quickPeerArgs } from "../helpers/peer_process.ts";
 import {
   assertQueueDeliveredOnce,
   exchangeBothWays,
@@ -21,7 +21,6 @@ for (const secure of [false, true]) {
     ignore: secure && !hasOpenssl(),
     async fn() {
       const dir = await Deno.makeTempDir();
-      const common = ["--ping", "300", "--backoff", "100", "--cap", "400"];
       const tls: string[] = [];
       const trust: string[] = [];
       if (secure) {
@@ -30,25 +29,10 @@ for (const secure of [false, true]) {
         trust.push("--ca", ca.caFile);
       }
       const host = secure ? "localhost" : "127.0.0.1";
-      const listenerArgs = (at: string) => [
-        "--home",
-        `${dir}/listener`,
-        "--listen",
-        at,
-        "--name",
-        "listener",
-        ...common,
-        ...tls,
-      ];
+      const listenerArgs = (at: string) =>
+        quickPeerArgs(dir, "listener", ["--listen", at, ...tls]);
       let listener = new PeerProcess(listenerArgs(`${scheme}://${host}:0/awp`));
-      const dialer = new PeerProcess([
-        "--home",
-        `${dir}/dialer`,
-        "--name",
-        "dialer",
-        ...common,
-        ...trust,
-      ]);
+      const dialer = new PeerProcess(quickPeerArgs(dir, "dialer", trust));
       try {
         const lReady = await listener.waitFor(
           (l) => l.event === "ready",
