@@ -15,7 +15,8 @@
  */
 
 import assert from "node:assert/strict";
-import { type CrashLine, CrashPeer } from "../fixtures/crash_peer.ts";
+import type { CrashLine } from "../fixtures/crash_peer.ts";
+import { CrashPair } from "../helpers/crash_pair.ts";
 import { openStore } from "../../storage/open_store.ts";
 import {
   deliveryOrderProblems,
@@ -53,7 +54,6 @@ Deno.test("kill -9 either peer 10+ times while 500 msgs with files stream in 5 t
   const { seed, random, pick } = crashSeed("crash_test");
 
   const dir = await Deno.makeTempDir({ prefix: "awp-crash-" });
-  const address = `unix:${dir}/rx.sock`;
   const journal = `${dir}/journal.jsonl`;
   const inbox = `${dir}/inbox.jsonl`;
 
@@ -80,85 +80,40 @@ Deno.test("kill -9 either peer 10+ times while 500 msgs with files stream in 5 t
   await Deno.writeTextFile(`${dir}/plan.json`, JSON.stringify(plan));
   const planByTag = new Map(plan.map((p) => [p.tag, p]));
 
-  const rxArgs = [
-    "--home",
-    `${dir}/rx`,
-    "--listen",
-    address,
-    "--name",
-    "rx",
-    "--inbox",
-    inbox,
-  ];
-  const receivers: CrashPeer[] = [];
-  const senders: CrashPeer[] = [];
-  let rx = CrashPeer.spawn(rxArgs);
-  receivers.push(rx);
-  let tx: CrashPeer | undefined;
+  const pair = await CrashPair.start(dir, {
+    rx: ["--name", "rx", "--inbox", inbox],
+    tx: ["--name", "tx", "--plan", `${dir}/plan.json`, "--journal", journal],
+  });
   try {
-    const rxReady = await rx.waitFor((l) => l.event === "ready", "rx ready");
-    const rxKey = rxReady.key as string;
-    const txArgs = [
-      "--home",
-      `${dir}/tx`,
-      "--name",
-      "tx",
-      "--to",
-      rxKey,
-      "--connect",
-      address,
-      "--plan",
-      `${dir}/plan.json`,
-      "--journal",
-      journal,
-      "--pace",
-      "0",
-    ];
-    tx = CrashPeer.spawn(txArgs);
-    senders.push(tx);
-    const txReady = await tx.waitFor((l) => l.event === "ready", "tx ready");
+    const txReady = await pair.tx.waitFor(
+      (l) => l.event === "ready",
+      "tx ready",
+    );
     const txKey = txReady.key as string;
 
     // The kills: a random side after a random 150-900 ms of life; the last
-    // kill goes to a side not killed yet, so both sides are hit.
+    // kill goes to a side not killed yet, so both sides are hit. Each comes
+    // back on the same home (same key) after 0-200 ms.
     const started = Date.now();
-    const killed = { rx: 0, tx: 0 };
     for (let k = 0; k < KILLS; k++) {
       assert.ok(Date.now() - started < 40_000, "the kill loop took too long");
-      let victim: "rx" | "tx" = random() < 0.5 ? "rx" : "tx";
-      if (k === KILLS - 1 && killed.rx === 0) victim = "rx";
-      if (k === KILLS - 1 && killed.tx === 0) victim = "tx";
+      const victim = pair.victim(k, KILLS, random);
       // A fresh sender needs about a second before its first send (start,
       // first handshake): count its life from then, or kills land in start.
-      await tx!.waitFor(
+      await pair.tx.waitFor(
         (l) => l.event === "sent" || l.event === "plan_done",
         "the sender at work",
       );
       await sleep(victim === "tx" ? pick(30, 700) : pick(100, 900));
-      killed[victim]++;
-      const target = victim === "rx" ? rx : tx!;
-      const sentSoFar = senders.reduce((n, s) => n + s.of("sent").length, 0);
+      const sentSoFar = pair.procs.reduce((n, p) => n + p.of("sent").length, 0);
       console.log(
         `kill ${k + 1}: ${victim} after ${sentSoFar} resolved sends`,
       );
-      target.kill9();
-      await target.reap();
-      await sleep(pick(0, 200));
-      if (victim === "rx") {
-        rx = CrashPeer.spawn(rxArgs);
-        receivers.push(rx);
-        const again = await rx.waitFor((l) => l.event === "ready", "rx again");
-        assert.equal(again.key, rxKey, "same identity after restart");
-      } else {
-        tx = CrashPeer.spawn(txArgs);
-        senders.push(tx);
-        const again = await tx.waitFor((l) => l.event === "ready", "tx again");
-        assert.equal(again.key, txKey, "same identity after restart");
-      }
+      await pair.kill(victim, pick(0, 200));
     }
 
     // Let the sender finish the plan and see every ack.
-    await tx!.waitFor((l) => l.event === "all_acked", "all acked", 30_000);
+    await pair.tx.waitFor((l) => l.event === "all_acked", "all acked", 30_000);
     const resolved = await readJsonLines<Journaled>(journal);
     // The application's view: its inbox journal (a torn last line was cut
     // off by the run after it; the last run quits cleanly).
@@ -171,13 +126,13 @@ Deno.test("kill -9 either peer 10+ times while 500 msgs with files stream in 5 t
       if (resolved.every((j) => got.has(j.id))) break;
       await sleep(50);
     }
-    await Promise.all([rx.finish(), tx!.finish()]);
+    await Promise.all([pair.rx.finish(), pair.tx.finish()]);
 
     const events = await received();
     console.log(
-      `${killed.rx} rx kills, ${killed.tx} tx kills, ${receivers.length} rx runs, ${senders.length} tx runs, ${resolved.length} resolved sends, ${events.length} message events`,
+      `${pair.killed.rx} rx kills, ${pair.killed.tx} tx kills, ${resolved.length} resolved sends, ${events.length} message events`,
     );
-    assert.equal(killed.rx + killed.tx, KILLS);
+    assert.equal(pair.killed.rx + pair.killed.tx, KILLS);
     // Every plan item was sent and resolved once.
     assert.deepEqual(
       resolved.map((j) => j.tag).sort(),
@@ -262,10 +217,7 @@ Deno.test("kill -9 either peer 10+ times while 500 msgs with files stream in 5 t
     }
     assert.equal(files, expected.size);
   } finally {
-    for (const p of [...receivers, ...senders]) {
-      if (!p.exited) p.kill9();
-      await p.reap().catch(() => {});
-    }
+    await pair.close();
     await Deno.remove(dir, { recursive: true });
   }
 });
