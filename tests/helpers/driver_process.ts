@@ -24,14 +24,23 @@ export class DriverProcess extends JsonLineChild {
     super(["run", "-A", "--unstable-kv", MOD, "driver", ...args]);
   }
 
-  /** Sends `{"cmd":"quit"}`, waits for the exit (SIGKILL after `ms`), reaps. */
-  async quit(ms = 10_000): Promise<void> {
-    await this.command({ cmd: "quit" }).catch(() => {});
+  /**
+   * Sends `{"cmd":"quit"}` (SIGTERM once its stdin is closed), waits for the
+   * exit (SIGKILL after `ms`), reaps; resolves with the exit code.
+   */
+  async quit(ms = 10_000): Promise<number> {
+    if (this.stdinOpen) await this.command({ cmd: "quit" }).catch(() => {});
+    else {
+      try {
+        this.child.kill("SIGTERM");
+      } catch { /* gone */ }
+    }
     const timer = setTimeout(() => this.kill9(), ms);
     try {
       await this.reap();
     } finally {
       clearTimeout(timer);
     }
+    return (await this.child.status).code;
   }
 }

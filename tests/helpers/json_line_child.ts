@@ -36,6 +36,7 @@ export class JsonLineChild {
   /** Every line read so far, in order. */
   readonly lines: JsonLine[] = [];
   #writer: WritableStreamDefaultWriter<Uint8Array>;
+  #stdinOpen = true;
   #pump: Promise<void>;
   #waiters: Array<() => void> = [];
   #exited = false;
@@ -53,6 +54,11 @@ export class JsonLineChild {
     this.#writer = this.child.stdin.getWriter();
     this.#pump = this.#read();
     void this.child.status.then(() => this.#exited = true);
+  }
+
+  /** False once {@link closeStdin} (or {@link reap}) closed its stdin. */
+  get stdinOpen(): boolean {
+    return this.#stdinOpen;
   }
 
   /** True once the process has exited. */
@@ -129,6 +135,15 @@ export class JsonLineChild {
     );
   }
 
+  /** Closes the child's stdin: it reads end of input. */
+  async closeStdin(): Promise<void> {
+    if (!this.#stdinOpen) return;
+    this.#stdinOpen = false;
+    try {
+      await this.#writer.close();
+    } catch { /* broken pipe */ }
+  }
+
   /** SIGKILL (no-op once exited). */
   kill9(): void {
     try {
@@ -138,9 +153,7 @@ export class JsonLineChild {
 
   /** After a kill: reap the process and drain its output. */
   async reap(): Promise<void> {
-    try {
-      await this.#writer.close();
-    } catch { /* broken pipe */ }
+    await this.closeStdin();
     await this.child.status;
     await this.#pump;
   }
