@@ -35,12 +35,7 @@ export class DriverProcess extends JsonLineChild {
         this.child.kill("SIGTERM");
       } catch { /* gone */ }
     }
-    const timer = setTimeout(() => this.kill9(), ms);
-    try {
-      await this.reap();
-    } finally {
-      clearTimeout(timer);
-    }
+    await this.reap(ms);
     return (await this.child.status).code;
   }
 }

@@ -151,11 +151,21 @@ export class JsonLineChild {
     } catch { /* already exited */ }
   }
 
-  /** After a kill: reap the process and drain its output. */
-  async reap(): Promise<void> {
-    await this.closeStdin();
-    await this.child.status;
-    await this.#pump;
+  /**
+   * After a kill or a quit: closes stdin, waits for the exit (SIGKILL after
+   * `killAfterMs`, when given) and drains the output.
+   */
+  async reap(killAfterMs?: number): Promise<void> {
+    const timer = killAfterMs === undefined
+      ? undefined
+      : setTimeout(() => this.kill9(), killAfterMs);
+    try {
+      await this.closeStdin();
+      await this.child.status;
+      await this.#pump;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Asks it to quit (`{"quit":true}`), waits (SIGKILL after `ms`), reaps. */
@@ -165,11 +175,6 @@ export class JsonLineChild {
         await this.command({ quit: true });
       } catch { /* gone */ }
     }
-    const timer = setTimeout(() => this.kill9(), ms);
-    try {
-      await this.reap();
-    } finally {
-      clearTimeout(timer);
-    }
+    await this.reap(ms);
   }
 }
