@@ -56,7 +56,11 @@ export function diagramUrl(name: string): URL {
 export async function drawStatecharts(): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   for (const [name, machine] of Object.entries(STATECHARTS)) {
-    const svg = await renderSvg(machineToDot(machineDefinition(machine)));
+    // White behind: the SVGs are also viewed on dark pages.
+    const dot = machineToDot(machineDefinition(machine), {
+      background: "white",
+    });
+    const svg = await renderSvg(dot);
     out.set(name, svg.endsWith("\n") ? svg : svg + "\n");
   }
   return out;
