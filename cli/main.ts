@@ -8,7 +8,8 @@
 
 import config from "../deno.json" with { type: "json" };
 import { type FlagSpec, parseArgs, UsageError } from "./args.ts";
-import { COMMANDS, makeContext } from "./commands.ts";
+import { COMMANDS } from "./commands.ts";
+import { makeContext } from "./command.ts";
 import { ControlError } from "./control.ts";
 import {
   DAEMON_CONFIG_HELP,
