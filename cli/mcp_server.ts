@@ -33,7 +33,6 @@ import { parseArgs, UsageError } from "./args.ts";
 import { resolveHome } from "./home.ts";
 import { peerLabel, renderItems } from "./agent_text.ts";
 import type { InboxItem, ThreadRow } from "./protocol.ts";
-
 import { DaemonLink } from "./daemon_link.ts";
 import { registerTools } from "./mcp_tools.ts";
 

@@ -31,7 +31,6 @@ import type {
   ThreadRow,
   WaitResult,
 } from "./protocol.ts";
-
 import type { DaemonLink } from "./daemon_link.ts";
 import { errorText } from "../wire/error_text.ts";
 

@@ -200,15 +200,15 @@ export class PeerOps {
   /** Every known peer with its counts, as `peers` and `status` list them. */
   async summaries(): Promise<PeerSummary[]> {
     const threads = await this.#peer.threads();
-    const grants = await this.#peer.store.grants("issued");
+    const grants = await this.#peer.grants("issued");
     const now = Date.now();
     const out: PeerSummary[] = [];
     for (const p of await this.#peer.peers()) {
       const mine = threads.filter((t) => t.peer === p.key);
       const caps = new Set<string>();
       for (const g of grants) {
-        if (g.grant.sub !== p.key || Date.parse(g.grant.exp) <= now) continue;
-        if (await this.#peer.store.isRevoked(g.hash)) continue;
+        if (g.revoked || g.grant.sub !== p.key) continue;
+        if (Date.parse(g.grant.exp) <= now) continue;
         for (const c of g.grant.caps) caps.add(c);
       }
       out.push({
@@ -255,10 +255,9 @@ export class PeerOps {
   /** The `grants` op: grants issued, held and presented, with names. */
   async grants(): Promise<unknown> {
     const out = [];
-    for (const g of await this.#peer.store.grants()) {
+    for (const g of await this.#peer.grants()) {
       out.push({
         ...g,
-        revoked: await this.#peer.store.isRevoked(g.hash),
         issName: g.grant.iss === this.#peer.key
           ? this.#self.name
           : await this.#names.nameOf(g.grant.iss),

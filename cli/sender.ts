@@ -173,14 +173,7 @@ export class Sender {
       if (acked || Date.now() >= deadline) break;
       connected = await isConnected();
     }
-    return {
-      id: sent.id,
-      th: sent.th,
-      thread: sent.th,
-      peer: key,
-      acked,
-      connected,
-    };
+    return sendResult(sent, key, acked, connected);
   }
 
   /** The `state` op: our state of a thread, then its ack for a while. */
@@ -220,14 +213,7 @@ export class Sender {
         acked = true;
       } catch { /* not yet */ }
     }
-    return {
-      id: sent.id,
-      th: sent.th,
-      thread: sent.th,
-      peer: key,
-      acked,
-      connected,
-    };
+    return sendResult(sent, key, acked, connected);
   }
 
   /**
@@ -321,4 +307,21 @@ export class Sender {
       unlisten();
     }
   }
+}
+
+/** What `send` and `state` answer about a line sent to `key`. */
+function sendResult(
+  sent: { id: string; th: string },
+  key: string,
+  acked: boolean,
+  connected: boolean,
+): SendResult {
+  return {
+    id: sent.id,
+    th: sent.th,
+    thread: sent.th,
+    peer: key,
+    acked,
+    connected,
+  };
 }
