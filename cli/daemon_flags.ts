@@ -13,7 +13,7 @@ import {
   parseBoundFlags,
 } from "./bound_flags.ts";
 import { type Args, type FlagSpec, UsageError } from "./args.ts";
-import { isKey } from "../wire/keys.ts";
+import { isKey } from "../wire/key_text.ts";
 import { addressArg } from "./address_arg.ts";
 import { errorText } from "../wire/error_text.ts";
 

@@ -9,7 +9,7 @@
 
 import type { Peer } from "../peer/peer.ts";
 import type { PeerEvent } from "../peer/peer_events.ts";
-import { REQUEST_MIMES } from "../profile/profile.ts";
+import { REQUEST_MIMES } from "../profile/mimes.ts";
 import type { Part } from "../wire/types.ts";
 import { ControlError } from "./control.ts";
 import { str, strings, usage } from "./control_args.ts";

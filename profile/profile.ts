@@ -17,36 +17,18 @@
  */
 
 import type { Part } from "../wire/types.ts";
-import { EXEC_RESULT_MIME, runExec } from "./exec_runner.ts";
+import { runExec } from "./exec_runner.ts";
+import { type Attachment, fsRead, fsWrite } from "./fs_access.ts";
 import {
-  type Attachment,
+  EXEC_RESULT_MIME,
   FS_READ_RESULT_MIME,
   FS_WRITE_RESULT_MIME,
-  fsRead,
-  fsWrite,
-} from "./fs_access.ts";
+  type ProfileCap,
+  REQUEST_MIMES,
+} from "./mimes.ts";
 
-export type { Attachment };
-
-/** A capability the profile defines a request for. */
-export type ProfileCap = "exec" | "fs:read" | "fs:write" | "admin";
-
-/**
- * Request mime → capability (PROFILE.md).
- *
- * @example
- * ```ts
- * import { REQUEST_MIMES } from "./profile.ts";
- * console.log(REQUEST_MIMES["application/vnd.awp.exec+json"]); // "exec"
- * ```
- */
-export const REQUEST_MIMES: Readonly<Record<string, ProfileCap>> = Object
-  .freeze({
-    "application/vnd.awp.exec+json": "exec",
-    "application/vnd.awp.fs-read+json": "fs:read",
-    "application/vnd.awp.fs-write+json": "fs:write",
-    "application/vnd.awp.admin+json": "admin",
-  });
+export type { Attachment, ProfileCap };
+export { REQUEST_MIMES };
 
 /** Capabilities this implementation can serve by itself.
  *
