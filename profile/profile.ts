@@ -26,6 +26,7 @@ import {
   type ProfileCap,
   REQUEST_MIMES,
 } from "./mimes.ts";
+import { errorText } from "../wire/error_text.ts";
 
 export type { Attachment, ProfileCap };
 export { REQUEST_MIMES };
@@ -281,7 +282,7 @@ export async function serveRequest(
     }
   } catch (e) {
     // The handlers do not throw; this guards the one-result-per-request rule.
-    const message = (e instanceof Error ? e.message : String(e)).split("\n")[0];
+    const message = errorText(e);
     summary = `${request.cap} failed: ${message}`;
     data = { error: message };
   }
