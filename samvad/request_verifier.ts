@@ -16,7 +16,7 @@ import {
   isLoopback,
   type SkillDef,
 } from "./card.ts";
-import { type BridgeConfig } from "./bridge_config.ts";
+import type { BridgeConfig } from "./bridge_config.ts";
 import {
   checkRequestEnvelope,
   type RequestEnvelope,
