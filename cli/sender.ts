@@ -9,7 +9,7 @@
 
 import type { Peer } from "../peer/peer.ts";
 import type { PeerEvent } from "../peer/peer_events.ts";
-import { REQUEST_MIMES } from "../profile/mimes.ts";
+import { REQUEST_MIMES, RESULT_MIMES } from "../profile/mimes.ts";
 import type { Part } from "../wire/types.ts";
 import { ControlError } from "./control.ts";
 import { str, strings, usage } from "./control_args.ts";
@@ -282,7 +282,7 @@ export class Sender {
           const reply = (await itemFromEvent(answer, this.#names))!;
           const result = answer.parts.find((p) =>
             p.k === "data" && typeof p.mime === "string" &&
-            p.mime.toLowerCase() === mime.replace("+json", "-result+json")
+            p.mime.toLowerCase() === RESULT_MIMES[cap]
           ) as { data?: unknown } | undefined;
           const data = result?.data as Record<string, unknown> | undefined;
           return {

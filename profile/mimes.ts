@@ -56,3 +56,18 @@ export const FS_READ_RESULT_MIME = "application/vnd.awp.fs-read-result+json";
  * ```
  */
 export const FS_WRITE_RESULT_MIME = "application/vnd.awp.fs-write-result+json";
+
+/**
+ * Capability → the mime of its result's data part (`admin` has none).
+ *
+ * @example
+ * ```ts
+ * import { RESULT_MIMES } from "./mimes.ts";
+ * console.log(RESULT_MIMES["fs:read"]); // "application/vnd.awp.fs-read-result+json"
+ * ```
+ */
+export const RESULT_MIMES: Readonly<Record<string, string>> = Object.freeze({
+  exec: EXEC_RESULT_MIME,
+  "fs:read": FS_READ_RESULT_MIME,
+  "fs:write": FS_WRITE_RESULT_MIME,
+});

@@ -19,13 +19,7 @@
 import type { Part } from "../wire/types.ts";
 import { runExec } from "./exec_runner.ts";
 import { type Attachment, fsRead, fsWrite } from "./fs_access.ts";
-import {
-  EXEC_RESULT_MIME,
-  FS_READ_RESULT_MIME,
-  FS_WRITE_RESULT_MIME,
-  type ProfileCap,
-  REQUEST_MIMES,
-} from "./mimes.ts";
+import { type ProfileCap, REQUEST_MIMES, RESULT_MIMES } from "./mimes.ts";
 import { errorText } from "../wire/error_text.ts";
 
 export type { Attachment, ProfileCap };
@@ -215,12 +209,6 @@ function abbreviate(value: unknown): string {
   return text.length > 200 ? `${text.slice(0, 199)}…` : text;
 }
 
-const RESULT_MIME: Record<string, string> = {
-  exec: EXEC_RESULT_MIME,
-  "fs:read": FS_READ_RESULT_MIME,
-  "fs:write": FS_WRITE_RESULT_MIME,
-};
-
 /**
  * Serves one allowed request (the caller checked `served`). Never throws:
  * failures become a result with `{"error": ...}`. Calls `context.log`.
@@ -310,7 +298,7 @@ export async function serveRequest(
         { k: "text", text: summary },
         {
           k: "data",
-          mime: RESULT_MIME[request.cap] ?? "application/json",
+          mime: RESULT_MIMES[request.cap] ?? "application/json",
           data,
         },
       ],
@@ -344,7 +332,7 @@ export function interruptedReply(
       { k: "text", text: `${request.cap} failed: ${error}` },
       {
         k: "data",
-        mime: RESULT_MIME[request.cap] ?? "application/json",
+        mime: RESULT_MIMES[request.cap] ?? "application/json",
         data: { error },
       },
     ],
