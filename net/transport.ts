@@ -16,7 +16,7 @@
  * @module
  */
 
-import { acceptEach } from "./accept_loop.ts";
+import { acceptLoop } from "./accept_loop.ts";
 import { type Address, isPrivateHost, parseAddress } from "../wire/address.ts";
 import { errorText } from "../wire/error_text.ts";
 import { BatchedWriter } from "./batched_writer.ts";
@@ -356,28 +356,21 @@ export async function listen(
     }
   }
   const addr = addrText(inner.addr);
-  let closed = false;
   const gate = new ConnectionGate(options.limits, softFdLimit());
-  const done = acceptEach(inner, () => closed, (conn) => {
+  const loop = acceptLoop(inner, (conn) => {
     const ticket = gate.admitSocket(conn, allowPublic);
     if (ticket === undefined) return;
     onTransport(gate.wrap(new ConnTransport(conn), ticket));
+  }, () => {
+    if (a.kind !== "unix") return;
+    try {
+      Deno.removeSync(a.path);
+    } catch { /* gone already */ }
   });
   return {
     addr: a.kind === "unix" ? `unix:${a.path}` : addr,
-    done,
-    close(): void {
-      if (closed) return;
-      closed = true;
-      try {
-        inner.close();
-      } catch { /* already closed */ }
-      if (a.kind === "unix") {
-        try {
-          Deno.removeSync(a.path);
-        } catch { /* gone already */ }
-      }
-    },
+    done: loop.done,
+    close: loop.close,
   };
 }
 

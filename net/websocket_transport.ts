@@ -27,7 +27,7 @@
  * @module
  */
 
-import { acceptEach } from "./accept_loop.ts";
+import { acceptLoop } from "./accept_loop.ts";
 import {
   type Address,
   formatAddress,
@@ -558,10 +558,9 @@ export function listenWebSocket(
     port: (inner.addr as Deno.NetAddr).port,
   } as Address);
   const path = a.path.split("?")[0];
-  let closed = false;
   // The same bounds as TCP; the HTTP upgrade counts as handshake time.
   const gate = new ConnectionGate(options.limits, softFdLimit());
-  const done = acceptEach(inner, () => closed, (conn) => {
+  const loop = acceptLoop(inner, (conn) => {
     const ticket = gate.admitSocket(conn, a.secure || options.allowPublic);
     if (ticket === undefined) return;
     void upgrade(conn, path, addr, (t) => onTransport(gate.wrap(t, ticket)))
@@ -569,17 +568,7 @@ export function listenWebSocket(
         if (!upgraded) ticket.release();
       });
   });
-  return {
-    addr,
-    done,
-    close(): void {
-      if (closed) return;
-      closed = true;
-      try {
-        inner.close();
-      } catch { /* already closed */ }
-    },
-  };
+  return { addr, done: loop.done, close: loop.close };
 }
 
 /**
