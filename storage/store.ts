@@ -314,6 +314,19 @@ export interface Store {
   ): Promise<OutboxEntry[]>;
 
   /**
+   * {@link Store.replay} read from storage a page at a time as the consumer
+   * asks (each page ≤ 1,000 entries), so an outbox of any length replays in
+   * bounded memory. Everything queued before the call is committed before
+   * the listing starts; `onCovered` hears of a dropped entry once its drop
+   * is durable. A consumer that stops early stops the listing.
+   */
+  replayPages(
+    peer: string,
+    seen: Record<string, string>,
+    onCovered?: (entry: OutboxEntry) => void,
+  ): AsyncIterable<OutboxEntry[]>;
+
+  /**
    * Handles an ack of `id` in thread `th`: removes that entry, the earlier
    * never-acked non-msg/state lines of the same thread, and the earlier
    * grant, introduce and err lines to `peer` in any thread. Returns true when
