@@ -227,8 +227,8 @@ export class Outbox {
    * below their thread's seen id are dropped (the remote has them durably)
    * and told to `onCovered` once their drop is durable, never yielded
    * (SPEC 9.5). Everything queued before the call is committed before the
-   * listing starts; an entry committed while it runs is listed if the
-   * listing has not passed its id (ids only grow, so a later one has not).
+   * listing starts; an entry committed while it runs may be listed or not
+   * (a backend may list a snapshot), never out of id order.
    */
   async *replayPages(
     peer: string,
