@@ -229,6 +229,10 @@ export class KvStore implements Store {
     return Promise.resolve(this.#outbox.has(peer, id));
   }
 
+  outboxCount(peer: string): Promise<number> {
+    return Promise.resolve(this.#outbox.count(peer));
+  }
+
   outbox(peer: string): Promise<OutboxEntry[]> {
     return this.#outbox.list(peer);
   }

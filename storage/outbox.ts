@@ -194,6 +194,11 @@ export class Outbox {
     return this.#index.get(keyText(peer), id) !== undefined;
   }
 
+  /** How many entries wait for `peer` (from the index). */
+  count(peer: string): number {
+    return this.#index.size(keyText(peer));
+  }
+
   /** Every unacked entry for `peer`, in id order. */
   async list(peer: string): Promise<OutboxEntry[]> {
     const out: OutboxEntry[] = [];

@@ -298,6 +298,9 @@ export interface Store {
   /** Every unacked outbox entry for `peer`, in id order. */
   outbox(peer: string): Promise<OutboxEntry[]>;
 
+  /** How many entries wait in `peer`'s outbox (read nothing: cheap). */
+  outboxCount(peer: string): Promise<number>;
+
   /** True while the line `id` to `peer` is in the outbox (not yet acked). */
   inOutbox(peer: string, id: string): Promise<boolean>;
 

@@ -358,6 +358,8 @@ const cases: Case[] = [
       assert.deepEqual(covered, expectCovered);
       assert.deepEqual(replayed, all.filter((id) => !covered.includes(id)));
       assert.deepEqual((await store.outbox(PEER)).map((e) => e.id), replayed);
+      assert.equal(await store.outboxCount(PEER), replayed.length);
+      assert.equal(await store.outboxCount(OTHER), 0);
     },
   ],
   [
