@@ -1,6 +1,6 @@
 /**
  * {@link Tx}: the reads and writes of one call queued on the
- * {@link GroupCommitter}, before they are packed into commits. Writes are
+ * `GroupCommitter`, before they are packed into commits. Writes are
  * made in atomic groups (`cut` ends one); a record too big for one value
  * is split, its parts written in groups committed before its head.
  *
@@ -10,7 +10,6 @@
 import { assembleRecord, PART_BYTES } from "./split_record.ts";
 import type { KvBackend } from "./kv_backend.ts";
 import { encodeKey, type Key, type Mutation } from "./key.ts";
-import type { GroupCommitter } from "./group_committer.ts";
 
 /** A mutation that remembers its encoded key. */
 export interface KeyedMutation extends Mutation {
