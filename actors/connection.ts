@@ -322,7 +322,7 @@ export class Connection {
   #queuedThreads = new Map<string, number>();
   /** Grants and introductions among them (never overtaken). */
   #queuedBarriers = 0;
-  /** A replay is listing the outbox (its entries are not counted yet). */
+  /** A replay is under way (its later pages are not counted yet). */
   #listing = false;
   #lastPing: { id: string; at: number } | undefined;
   #rtt: number | undefined;
@@ -670,13 +670,13 @@ export class Connection {
   }
 
   async #replay(): Promise<void> {
-    // While listing, and until the listed entries count as queued, nothing
-    // may overtake them: a later line of their thread written first would
-    // move the remote's seen past them.
+    // The outbox is read a page at a time (bounded memory however long it
+    // is). Until the last page is written nothing may overtake the replay:
+    // a later line of a thread written before a page not listed yet would
+    // move the remote's seen past it. Live entries wait behind in #out.
     this.#listing = true;
-    let entries: OutboxEntry[];
     try {
-      entries = await this.#o.store.replay(
+      const pages = this.#o.store.replayPages(
         this.#peer!.key,
         this.#theirSeen,
         (e) => {
@@ -690,11 +690,14 @@ export class Connection {
           }
         },
       );
-      this.#hold(entries);
+      for await (const page of pages) {
+        this.#hold(page);
+        await this.#writeEntries(page);
+        if (this.#done || this.#byeSent) break;
+      }
     } finally {
       this.#listing = false;
     }
-    await this.#writeEntries(entries);
   }
 
   async #writeEntries(entries: OutboxEntry[]): Promise<void> {

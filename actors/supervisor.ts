@@ -767,7 +767,7 @@ export class Supervisor {
   async refreshWanted(peer: string): Promise<boolean> {
     let wanted = false;
     try {
-      if ((await this.#o.store.outbox(peer)).length > 0) wanted = true;
+      if (await this.#o.store.outboxCount(peer) > 0) wanted = true;
       else {
         const horizon = Date.now() - (this.#o.retentionMs ?? 7 * 86_400_000);
         for (const t of await this.#o.store.threads(peer)) {

@@ -353,6 +353,60 @@ Deno.test("resume replays unacked outbox entries with original ids, in order (Kv
   }
 });
 
+Deno.test("resume replays 3,000 queued entries in pages, then lines sent live during the replay, each once and in order (KvStore)", async () => {
+  const dir = await Deno.makeTempDir();
+  const storeA = await KvStore.open(`${dir}/a.kv`);
+  const signerB = await Signer.generate();
+  const text = (i: number) => [{ k: "text", text: `${i}` }];
+  try {
+    const queued = [];
+    for (let i = 0; i < 3_000; i += 500) {
+      queued.push(
+        ...await storeA.enqueue(
+          signerB.key,
+          Array.from({ length: 500 }, (_, k) => ({
+            fields: { t: "msg", th: `t${(i + k) % 3}`, parts: text(i + k) },
+          })),
+        ),
+      );
+    }
+    const { a, b, cleanup } = await connectPair("tcp:127.0.0.1:0", {
+      storeA,
+      signerB,
+    });
+    try {
+      await a.conn.established;
+      // Sent while the replay's pages are still being listed and written.
+      const live = [];
+      for (let i = 0; i < 5; i++) {
+        const entries = await storeA.enqueue(signerB.key, [
+          { fields: { t: "msg", th: `t${i % 3}`, parts: text(-i) } },
+        ]);
+        a.conn.sendEntries(entries);
+        live.push(...entries);
+      }
+      const all = [...queued, ...live].map((e) => e.id);
+      await waitFor(() => b.delivered.length >= all.length, "replay", 30_000);
+      await new Promise((r) => setTimeout(r, 100));
+      assert.deepEqual(b.delivered.map((l) => l.message.id), all);
+      await waitFor(
+        () =>
+          a.lines.filter((l) => l.raw.startsWith('{"t":"ack"')).length >=
+            all.length,
+        "acks",
+        30_000,
+      );
+      await new Promise((r) => setTimeout(r, 100));
+      assert.equal(await storeA.outboxCount(signerB.key), 0);
+    } finally {
+      await cleanup();
+    }
+  } finally {
+    storeA.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("chunk entries are read from the spool, delivered and not acked", async () => {
   const dir = await Deno.makeTempDir();
   const signerB = await Signer.generate();
