@@ -7,44 +7,27 @@ import assert from "node:assert/strict";
 import { Connection } from "../../actors/connection.ts";
 import { MemoryStore } from "../../storage/memory_store.ts";
 import { Signer } from "../../wire/keys.ts";
+import type { Transport } from "../../net/transport.ts";
 import { transportPair } from "../helpers/transport_pair.ts";
 
 async function quietPair(ping: { dialer: number; acceptor: number }) {
   const { listener, client, server } = await transportPair("tcp:127.0.0.1:0");
   const sent = { dialer: [] as string[], acceptor: [] as string[] };
-  const side = (
-    transport: typeof client,
-    dialed: boolean,
-    signer: Signer,
-    pingInterval: number,
-    out: string[],
-  ) =>
+  const side = async (role: "dialer" | "acceptor", transport: Transport) =>
     new Connection({
       transport,
-      dialed,
-      signer,
+      dialed: role === "dialer",
+      signer: await Signer.generate(),
       store: new MemoryStore(),
-      timeouts: { pingInterval },
+      timeouts: { pingInterval: ping[role] },
       onLine: (_c, dir, _raw, message) => {
         if (dir === "out" && typeof message?.t === "string") {
-          out.push(message.t);
+          sent[role].push(message.t);
         }
       },
     });
-  const dialer = side(
-    client,
-    true,
-    await Signer.generate(),
-    ping.dialer,
-    sent.dialer,
-  );
-  const acceptor = side(
-    server,
-    false,
-    await Signer.generate(),
-    ping.acceptor,
-    sent.acceptor,
-  );
+  const dialer = await side("dialer", client);
+  const acceptor = await side("acceptor", server);
   dialer.start();
   acceptor.start();
   await Promise.all([dialer.established, acceptor.established]);
