@@ -28,6 +28,7 @@
 
 import { type Actor, createActor } from "npm:xstate@^5.33.3";
 import {
+  COMMITTED,
   type ConnectionHost,
   connectionMachine,
   type ConnectionTimeouts,
@@ -44,20 +45,23 @@ import type {
 import { chunkMessage } from "../storage/spool.ts";
 import { encodeLine } from "../wire/frame.ts";
 import { LineReader } from "../wire/line_reader.ts";
-import { parseLine } from "../wire/parse.ts";
-import { validateMessage } from "../wire/validate.ts";
-import { isKey, randomNonce, type Signer, verify } from "../wire/keys.ts";
+import { type Frame, readFrame } from "../wire/read_frame.ts";
+import { randomNonce, type Signer, verify } from "../wire/keys.ts";
 import { authTranscript } from "../wire/transcript.ts";
 import { decodeBase64, encodeBase64Url } from "../wire/base64.ts";
 import { timestamp } from "../wire/time.ts";
-import {
-  CONTENT_TYPES,
-  type Grant,
-  type Message,
-  MESSAGE_TYPES,
-  PRE_AUTH_FORBIDDEN,
-  PROTOCOL_VERSION,
+import { errorText } from "../wire/error_text.ts";
+import type {
+  Ack,
+  Auth,
+  Bye,
+  Grant,
+  Hello,
+  Message,
+  Pong,
+  Resume,
 } from "../wire/types.ts";
+import { PROTOCOL_VERSION } from "../wire/types.ts";
 
 /**
  * Default bound on the bytes queued for a connection's socket and not yet
@@ -205,8 +209,6 @@ type Pending = IncomingLine & { received: ReceivedLine; size: number };
 /** How many written entry ids a connection remembers (see #written). */
 const WRITTEN_IDS_KEPT = 4096;
 
-/** Lines committed with store.receive (dedup, seen). */
-const COMMITTED: ReadonlySet<string> = new Set([...CONTENT_TYPES, "private"]);
 /** Committed lines that are acked. */
 const ACKED: ReadonlySet<string> = new Set([
   "msg",
@@ -214,14 +216,6 @@ const ACKED: ReadonlySet<string> = new Set([
   "mirror",
   "private",
 ]);
-/** Extension types: a schema failure drops the line instead of closing. */
-const EXTENSIONS: ReadonlySet<string> = new Set([
-  "presence",
-  "mirror",
-  "private",
-]);
-/** Core types the connection hands to onControl. */
-const CONTROL: ReadonlySet<string> = new Set(["grant", "presence", "err"]);
 /** Outboxed lines a later line never overtakes (a later ack drops them). */
 const BARRIERS: ReadonlySet<string> = new Set(["grant", "introduce"]);
 /** How long a closing connection waits for queued lines to drain. */
@@ -234,6 +228,7 @@ const DRAIN_MS = 1_000;
 const MAX_UNCOMMITTED_BYTES = 4 * 1024 * 1024;
 
 const decoder = new TextDecoder();
+const encoder = new TextEncoder();
 const lossy = new TextDecoder("utf-8", { fatal: false });
 
 function deferred<T>() {
@@ -244,10 +239,6 @@ function deferred<T>() {
     reject = rej;
   });
   return { promise, resolve, reject };
-}
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 type Obj = Record<string, unknown> & { t: string };
@@ -311,6 +302,10 @@ export class Connection {
   #lastPing: { id: string; at: number } | undefined;
   #rtt: number | undefined;
   #out: Promise<void> = Promise.resolve();
+  /** Content lines the chart staged, read in this turn and not queued yet. */
+  #staged: Pending[] = [];
+  /** Work the chart started that reading waits for (auth verification). */
+  #work: Promise<void> | undefined;
   /** Received content lines not yet handed to the store. */
   #uncommitted: Pending[] = [];
   /** The pump handing them over, while it runs. */
@@ -342,7 +337,7 @@ export class Connection {
     // One machine shared by every connection; its actions call this host.
     const host: ConnectionHost = new Connection.#Host(this);
     this.actor = createActor(connectionMachine, {
-      input: { timeouts: options.timeouts, host },
+      input: { timeouts: options.timeouts, key: options.signer.key, host },
       inspect: options.inspect,
     });
   }
@@ -355,6 +350,46 @@ export class Connection {
     #c: Connection;
     constructor(connection: Connection) {
       this.#c = connection;
+    }
+    acceptHello(frame: Frame) {
+      this.#c.#acceptHello(frame);
+    }
+    verifyAuth(frame: Frame) {
+      const c = this.#c;
+      c.#work = c.#verifyAuth(frame).catch((error) =>
+        c.#fail("internal", `storage failed: ${errorText(error)}`)
+      );
+    }
+    noteSeen(frame: Frame) {
+      this.#c.#theirSeen = (frame.message as Resume).seen;
+    }
+    stage(frame: Frame) {
+      this.#c.#stage(frame);
+    }
+    takeAck(frame: Frame) {
+      this.#c.#takeAck(frame);
+    }
+    answerPing(frame: Frame) {
+      const c = this.#c;
+      c.#send({
+        t: "pong",
+        id: c.#o.store.nextId(),
+        ts: timestamp(),
+        re: frame.message.id,
+      });
+    }
+    notePong(frame: Frame) {
+      this.#c.#notePong(frame);
+    }
+    noteBye(frame: Frame) {
+      const reason = (frame.message as Bye).reason;
+      this.#c.#o.onBye?.(
+        this.#c,
+        typeof reason === "string" ? reason : undefined,
+      );
+    }
+    control(frame: Frame) {
+      this.#c.#o.onControl?.(this.#c, frame);
     }
     sendHello() {
       this.#c.#sendHello();
@@ -762,138 +797,59 @@ export class Connection {
 
   // ---- input ----
 
+  /**
+   * Reads lines: each is parsed and checked once ({@link readFrame}) and
+   * sent to the chart as a `FRAME`; the chart routes it (the host methods
+   * below do what it asks). Content lines staged by the chart go to the
+   * group commit together; reading goes on while commits run, up to a bound.
+   */
   async #onData(chunk: Uint8Array): Promise<void> {
     if (this.#done) return;
     const events = this.#reader.push(chunk);
     if (events.length === 0) return;
     // Only liveness (open) listens: a handshake line is not worth a macrostep.
     if (this.#opened) this.#event({ type: "RECEIVED" });
-    const batch: Pending[] = [];
     try {
       for (const ev of events) {
         if (this.#done || this.actor.getSnapshot().status !== "active") break;
         if (ev.kind === "too_large") {
-          await this.#commit(batch);
+          await this.#commit();
           this.#fail(
             "too_large",
             `line of at least ${ev.size} bytes exceeds 1 MiB`,
           );
           break;
         }
-        const parsed = parseLine(ev.bytes);
-        if (parsed.ok) {
-          this.#o.onLine?.(this, "in", parsed.raw, parsed.message);
-        } else this.#o.onLine?.(this, "in", lossy.decode(ev.bytes));
-        if (!parsed.ok) {
-          await this.#commit(batch);
-          this.#fail("bad_frame", parsed.detail);
+        const read = readFrame(ev.bytes);
+        if (!read.ok) {
+          this.#o.onLine?.(this, "in", lossy.decode(ev.bytes));
+          await this.#commit();
+          this.#fail("bad_frame", read.detail);
           break;
         }
-        const message = parsed.message;
-        const state = this.state;
-        if (state === "hello" || state === "auth") {
-          await this.#handshakeLine(state, message, ev.bytes);
-          continue;
-        }
-        if (state === "closing") {
-          // After our bye we send nothing, so we do not take content either:
-          // unacked, it is replayed on the next connection.
-          if (message.t === "bye") {
-            this.#o.onBye?.(this, reasonOf(message));
-            this.#event({ type: "PEER_BYE" });
-          } else if (message.t === "err") this.#peerErr(message);
-          continue;
-        }
-        const t = message.t;
-        // A chunk's data is decoded here, once: that checks it faster than
-        // the schema's pattern over ~350 KB, and the sink takes the bytes.
-        const bytes = t === "chunk" ? decodedChunk(message) : undefined;
-        const valid = validateMessage(
-          bytes ? { ...message, data: "" } : message,
+        const frame = read.frame;
+        this.#o.onLine?.(
+          this,
+          "in",
+          frame.raw,
+          frame.message as unknown as Record<string, unknown>,
         );
-        if (!valid.ok) {
-          if (EXTENSIONS.has(t) || !isKnown(t)) continue;
-          await this.#commit(batch);
-          this.#fail(
-            "bad_frame",
-            `invalid ${t}: ${valid.errors[0] ?? "schema"}`,
-            idOf(message),
-          );
-          break;
+        // A line that may end the session (resume, bye, err, one failing
+        // its schema...) waits until the content before it is committed
+        // and acked, whatever the chart then decides.
+        if (frame.invalid !== undefined || !FLOWING.has(frame.message.t)) {
+          await this.#commit();
         }
-        // A chunk's data is held once, decoded: its text (in the line and
-        // in the parsed message) goes now, not when its commit is done.
-        if (bytes) message.data = "";
-        const raw = bytes ? JSON.stringify(message) : parsed.raw;
-        const received: ReceivedLine = {
-          message: message as unknown as Message,
-          raw,
-          ...(bytes ? { bytes } : {}),
-        };
-        if (COMMITTED.has(t)) {
-          batch.push({
-            id: message.id as string,
-            t,
-            th: typeof message.th === "string" ? message.th : undefined,
-            message,
-            raw,
-            received,
-            size: ev.bytes.length,
-          });
-          continue;
-        }
-        switch (t) {
-          case "ack": {
-            const re = message.re as string;
-            const th = typeof message.th === "string" ? message.th : undefined;
-            // The store drops the entry from its index at once (inOutbox is
-            // false from here) and commits the delete with the next group:
-            // the receiver has the line durably, so the ack is reported now.
-            // Should we die before that commit, the line is replayed and the
-            // receiver acks it again as a duplicate.
-            this.#o.store.acked(this.#peer!.key, th, re).catch((error) =>
-              this.#fail("internal", `storage failed: ${errorText(error)}`)
-            );
-            this.#o.onAck?.(this, th === undefined ? { re } : { re, th });
-            break;
-          }
-          case "ping":
-            this.#send({
-              t: "pong",
-              id: this.#o.store.nextId(),
-              ts: timestamp(),
-              re: message.id,
-            });
-            break;
-          case "pong":
-            if (this.#lastPing && message.re === this.#lastPing.id) {
-              this.#rtt = Date.now() - this.#lastPing.at;
-            }
-            break;
-          case "resume":
-            await this.#commit(batch);
-            if (this.state === "resume") {
-              this.#theirSeen = message.seen as Record<string, string>;
-              this.#event({ type: "RESUME" });
-            }
-            break;
-          case "bye":
-            await this.#commit(batch);
-            this.#o.onBye?.(this, reasonOf(message));
-            this.#event({ type: "PEER_BYE", reason: reasonOf(message) });
-            break;
-          case "err":
-            await this.#commit(batch);
-            this.#o.onControl?.(this, received);
-            this.#peerErr(message);
-            break;
-          default:
-            if (CONTROL.has(t)) this.#o.onControl?.(this, received);
-            // hello, auth again and unknown types: ignored (SPEC 5).
+        this.#event({ type: "FRAME", frame });
+        // Work the chart started that the next lines depend on (their
+        // resume may follow their auth at once).
+        const work = this.#work;
+        if (work) {
+          this.#work = undefined;
+          await work;
         }
       }
-      void this.#commit(batch);
-      // Reading goes on while commits run, up to a bound.
+      void this.#commit();
       while (
         this.#uncommittedBytes > MAX_UNCOMMITTED_BYTES && !this.#done &&
         !this.#storageFailed
@@ -905,16 +861,8 @@ export class Connection {
     }
   }
 
-  #peerErr(message: Obj): void {
-    this.#event({
-      type: "PEER_ERR",
-      code: String(message.code),
-      detail: typeof message.detail === "string" ? message.detail : undefined,
-    });
-  }
-
   /**
-   * Queues `batch` (emptied) for the group commit and resolves once it and
+   * Queues the staged lines for the group commit and resolves once they and
    * every earlier line are committed, acked and delivered. One pump hands
    * the queued lines to `beforeCommit` and `store.receive`, all that queued
    * up since its last turn at once, without waiting for the commit before:
@@ -923,9 +871,8 @@ export class Connection {
    * delivery follow the commits in order. A failure closes the connection;
    * later lines are neither committed nor acked.
    */
-  #commit(
-    batch: Pending[],
-  ): Promise<void> {
+  #commit(): Promise<void> {
+    const batch = this.#staged;
     if (batch.length > 0) {
       for (const line of batch) this.#uncommittedBytes += line.size;
       this.#uncommitted.push(...batch.splice(0));
@@ -1035,74 +982,36 @@ export class Connection {
     if (fresh.length) this.#o.onDeliver?.(this, fresh);
   }
 
-  async #handshakeLine(
-    state: string,
-    message: Obj,
-    bytes: Uint8Array,
-  ): Promise<void> {
-    const t = message.t;
-    if (t === "err") return this.#peerErr(message);
-    if (t === "bye") return this.#event({ type: "PEER_BYE" });
-    if (state === "hello" && t === "hello") {
-      return this.#onHello(message, bytes);
-    }
-    if (state === "auth" && t === "auth") return await this.#onAuth(message);
-    if (t === "hello") {
-      return this.#fail("bad_frame", "a second hello", idOf(message));
-    }
-    if (t === "auth" || PRE_AUTH_FORBIDDEN.has(t)) {
-      return this.#fail("auth", `${t} before auth completed`, idOf(message));
-    }
-    // ping, pong, extensions and unknown types before auth: ignored.
-  }
+  // ---- what the chart asks for a received line ----
 
-  #onHello(message: Obj, bytes: Uint8Array): void {
-    const id = idOf(message);
-    if (message.v !== PROTOCOL_VERSION && message.v !== undefined) {
-      return this.#fail(
-        "version",
-        `this peer speaks awp v${PROTOCOL_VERSION}`,
-        id,
-      );
-    }
-    if (typeof message.key === "string" && !isKey(message.key)) {
-      return this.#fail("auth", "hello key is not an ed25519 key", id);
-    }
-    const valid = validateMessage(message);
-    if (!valid.ok) {
-      return this.#fail(
-        "bad_frame",
-        `invalid hello: ${valid.errors[0] ?? "schema"}`,
-        id,
-      );
-    }
-    if (message.key === this.#o.signer.key) {
-      return this.#fail("auth", "hello carries our own key", id);
-    }
-    this.#peerHello = bytes;
-    const caps = Array.isArray(message.caps)
-      ? message.caps.filter((c): c is string => typeof c === "string")
-      : [];
+  #acceptHello(frame: Frame): void {
+    const m = frame.message as Hello;
+    // The transcript covers their hello's exact bytes: the strict UTF-8
+    // text encodes back to them.
+    this.#peerHello = encoder.encode(frame.raw);
     this.#peer = {
-      key: message.key as string,
-      caps,
-      nonce: message.nonce as string,
+      key: m.key,
+      caps: Array.isArray(m.caps)
+        ? m.caps.filter((c): c is string => typeof c === "string")
+        : [],
+      nonce: m.nonce,
       grants: [],
-      ...(typeof message.name === "string" ? { name: message.name } : {}),
-      ...(typeof message.about === "string" ? { about: message.about } : {}),
-      ...(typeof message.addr === "string" ? { addr: message.addr } : {}),
+      ...(typeof m.name === "string" ? { name: m.name } : {}),
+      ...(typeof m.about === "string" ? { about: m.about } : {}),
+      ...(typeof m.addr === "string" ? { addr: m.addr } : {}),
     };
-    this.#event({ type: "HELLO_OK" });
   }
 
-  async #onAuth(message: Obj): Promise<void> {
-    const id = idOf(message);
-    if (typeof message.sig !== "string") {
+  /** Their auth: signature, schema, admission; then AUTH_OK or FAIL. */
+  async #verifyAuth(frame: Frame): Promise<void> {
+    const m = frame.message as Auth;
+    const id = typeof m.id === "string" ? m.id : undefined;
+    if (typeof m.sig !== "string") {
       return this.#fail("auth", "auth has no signature", id);
     }
     let sig: Uint8Array;
     try {
-      sig = decodeBase64(message.sig);
+      sig = decodeBase64(m.sig);
     } catch {
       return this.#fail("auth", "auth signature is not base64url", id);
     }
@@ -1112,57 +1021,62 @@ export class Connection {
       sig,
     );
     if (!ok) return this.#fail("auth", "auth signature does not verify", id);
-    const valid = validateMessage(message);
-    if (!valid.ok) {
-      return this.#fail(
-        "bad_frame",
-        `invalid auth: ${valid.errors[0] ?? "schema"}`,
-        id,
-      );
+    if (frame.invalid !== undefined) {
+      return this.#fail("bad_frame", `invalid auth: ${frame.invalid}`, id);
     }
-    if (Array.isArray(message.grants)) {
-      this.#peer!.grants = message.grants as Grant[];
-    }
+    if (Array.isArray(m.grants)) this.#peer!.grants = m.grants;
     const refusal = await this.#o.admit?.(this.#peer!, {
       dialed: this.#o.dialed,
     });
     if (refusal !== undefined) return this.#fail("auth", refusal, id);
     // The admission may have awaited: the connection may have ended since.
-    if (this.state !== "auth") return;
+    if (this.#done) return;
     this.#authed = true;
     this.#t.authenticated?.(); // out of the listener's pre-auth bounds
     await this.#o.onAuthenticated?.(this);
-    if (this.state === "auth") this.#event({ type: "AUTH_OK" });
+    this.#event({ type: "AUTH_OK" });
+  }
+
+  #stage(frame: Frame): void {
+    const m = frame.message as Message & { th?: unknown };
+    this.#staged.push({
+      id: m.id,
+      t: m.t,
+      th: typeof m.th === "string" ? m.th : undefined,
+      message: m as unknown as Record<string, unknown>,
+      raw: frame.raw,
+      received: frame,
+      size: frame.size,
+    });
+  }
+
+  #takeAck(frame: Frame): void {
+    const { re, th } = frame.message as Ack;
+    // The store drops the entry from its index at once (inOutbox is false
+    // from here) and commits the delete with the next group: the receiver
+    // has the line durably, so the ack is reported now. Should we die
+    // before that commit, the line is replayed and acked again as a
+    // duplicate.
+    this.#o.store.acked(this.#peer!.key, th, re).catch((error) =>
+      this.#fail("internal", `storage failed: ${errorText(error)}`)
+    );
+    this.#o.onAck?.(this, th === undefined ? { re } : { re, th });
+  }
+
+  #notePong(frame: Frame): void {
+    const { re } = frame.message as Pong;
+    if (this.#lastPing && re === this.#lastPing.id) {
+      this.#rtt = Date.now() - this.#lastPing.at;
+    }
   }
 }
 
-/**
- * A chunk's data decoded, when it is standard base64 (what the schema's
- * pattern allows and more: the padding is right too); else undefined, and
- * the schema decides.
- */
-function decodedChunk(message: Obj): Uint8Array | undefined {
-  const data = message.data;
-  if (typeof data !== "string" || data.includes("-") || data.includes("_")) {
-    return undefined;
-  }
-  try {
-    return decodeBase64(data);
-  } catch {
-    return undefined;
-  }
-}
-
-function reasonOf(message: Obj): string | undefined {
-  return typeof message.reason === "string" ? message.reason : undefined;
-}
-
-function idOf(message: Obj): string | undefined {
-  return typeof message.id === "string" ? message.id : undefined;
-}
-
-const KNOWN: ReadonlySet<string> = new Set<string>(MESSAGE_TYPES);
-
-function isKnown(t: string): boolean {
-  return KNOWN.has(t);
-}
+/** Types read on without waiting for the content before them to commit. */
+const FLOWING: ReadonlySet<string> = new Set([
+  ...COMMITTED,
+  "ack",
+  "ping",
+  "pong",
+  "grant",
+  "presence",
+]);

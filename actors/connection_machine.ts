@@ -19,7 +19,7 @@
  * @module
  */
 
-import { assign, setup } from "npm:xstate@^5.33.3";
+import { assign, raise, setup } from "npm:xstate@^5.33.3";
 import type {
   EventObject,
   MetaObject,
@@ -27,6 +27,15 @@ import type {
   StateMachine,
   StateSchema,
 } from "npm:xstate@^5.33.3";
+import { isKey } from "../wire/keys.ts";
+import type { Frame } from "../wire/read_frame.ts";
+import {
+  CLOSING_ERROR_CODES,
+  CONTENT_TYPES,
+  MESSAGE_TYPES,
+  PRE_AUTH_FORBIDDEN,
+  PROTOCOL_VERSION,
+} from "../wire/types.ts";
 
 /** The connection's timeouts, in milliseconds. */
 export interface ConnectionTimeouts {
@@ -56,16 +65,25 @@ export const DEFAULT_TIMEOUTS: Readonly<ConnectionTimeouts> = Object.freeze({
   pingInterval: 30_000,
 });
 
-/** Error codes that close the connection (SPEC 9.7, NOTES item 9 for too_large). */
-const CLOSING_CODES: ReadonlySet<string> = new Set([
-  "bad_frame",
-  "version",
-  "auth",
-  "too_large",
+/** Lines committed with store.receive (dedup, seen): content and private. */
+export const COMMITTED: ReadonlySet<string> = new Set([
+  ...CONTENT_TYPES,
+  "private",
 ]);
+/** Extension types: a schema failure drops the line instead of closing. */
+const EXTENSIONS: ReadonlySet<string> = new Set([
+  "presence",
+  "mirror",
+  "private",
+]);
+/** Known types other than err that the host hands on as they are. */
+const CONTROL: ReadonlySet<string> = new Set(["grant", "presence"]);
+const KNOWN: ReadonlySet<string> = new Set<string>(MESSAGE_TYPES);
 
 /** What the connection tells its statechart. */
 export type ConnectionEvent =
+  /** A received line, parsed and checked once: the chart routes it. */
+  | { type: "FRAME"; frame: Frame }
   /** Their hello is valid; send our auth. */
   | { type: "HELLO_OK" }
   /** Their auth verified and they are admitted; send our resume. */
@@ -93,6 +111,27 @@ export type ConnectionEvent =
  * `.provide()` makes, costs each one its own state-node tree).
  */
 export interface ConnectionHost {
+  /** Their hello passed every check: remember it (before `sendAuth`). */
+  acceptHello(frame: Frame): void;
+  /**
+   * Verify their auth and admit them; ends with `AUTH_OK` or `FAIL`. Until
+   * then the host reads no further line (their resume may follow at once).
+   */
+  verifyAuth(frame: Frame): void;
+  /** Their resume: what they have seen (before `replay`). */
+  noteSeen(frame: Frame): void;
+  /** A content line for the group commit (acked once durable). */
+  stage(frame: Frame): void;
+  /** An ack of ours. */
+  takeAck(frame: Frame): void;
+  /** Answer a ping. */
+  answerPing(frame: Frame): void;
+  /** A pong: the round trip, if it answers our last ping. */
+  notePong(frame: Frame): void;
+  /** Their bye, before the chart closes. */
+  noteBye(frame: Frame): void;
+  /** grant, presence and err lines after auth, for the layers above. */
+  control(frame: Frame): void;
   sendHello(): void;
   sendAuth(): void;
   sendResume(): void;
@@ -110,6 +149,8 @@ export interface ConnectionHost {
 export interface ConnectionContext {
   /** The effective timeouts (defaults merged with the input). */
   timeouts: ConnectionTimeouts;
+  /** Our key: a hello that carries it is refused (NOTES item 5). */
+  key?: string;
   /** Where the actions go; none: they do nothing (tests of the chart). */
   host?: ConnectionHost;
   /** Pings sent since anything was last received. */
@@ -122,6 +163,8 @@ export interface ConnectionContext {
 export interface ConnectionInput {
   /** Overrides of {@link DEFAULT_TIMEOUTS}, in milliseconds. */
   timeouts?: Partial<ConnectionTimeouts>;
+  /** Our key (see {@link ConnectionContext.key}). */
+  key?: string;
   /** The connection the actions act on. */
   host?: ConnectionHost;
 }
@@ -138,6 +181,18 @@ export interface SendErrParams {
 
 /** The named actions of {@link connectionMachine}, with their parameters. */
 export type ConnectionAction =
+  | { type: "acceptHello"; params: unknown }
+  | { type: "verifyAuth"; params: unknown }
+  | { type: "noteSeen"; params: unknown }
+  | { type: "stage"; params: unknown }
+  | { type: "takeAck"; params: unknown }
+  | { type: "answerPing"; params: unknown }
+  | { type: "notePong"; params: unknown }
+  | { type: "noteBye"; params: unknown }
+  | { type: "control"; params: unknown }
+  | { type: "failFrame"; params: SendErrParams }
+  | { type: "raisePeerErr"; params: unknown }
+  | { type: "raisePeerBye"; params: { withReason: boolean } }
   | { type: "sendHello"; params: unknown }
   | { type: "sendAuth"; params: unknown }
   | { type: "sendResume"; params: unknown }
@@ -155,6 +210,16 @@ export type ConnectionAction =
 
 /** The named guards of {@link connectionMachine}. */
 export type ConnectionGuard =
+  | { type: "frameIs"; params: { t: string } }
+  | { type: "helloVersionBad"; params: unknown }
+  | { type: "helloKeyBad"; params: unknown }
+  | { type: "helloInvalid"; params: unknown }
+  | { type: "helloOwnKey"; params: unknown }
+  | { type: "forbiddenBeforeAuth"; params: unknown }
+  | { type: "invalidCore"; params: unknown }
+  | { type: "invalidOther"; params: unknown }
+  | { type: "committed"; params: unknown }
+  | { type: "controlLine"; params: unknown }
   | { type: "pingEnabled"; params: unknown }
   | { type: "twoMissed"; params: unknown }
   | { type: "closingCode"; params: unknown }
@@ -216,6 +281,80 @@ export type ConnectionMachine = StateMachine<
  * actor.stop();
  * ```
  */
+/** The frame of a `FRAME` event (frame actions run only on those). */
+function frameOf(event: ConnectionEvent): Frame {
+  return (event as { frame: Frame }).frame;
+}
+
+/** The type of the line of a `FRAME` event, else undefined. */
+function tOf(event: ConnectionEvent): string | undefined {
+  return event.type === "FRAME" ? event.frame.message.t : undefined;
+}
+
+/** A field of the frame's line, as received. */
+function field(frame: Frame, name: string): unknown {
+  return (frame.message as unknown as Record<string, unknown>)[name];
+}
+
+function idOf(frame: Frame): string | undefined {
+  const id = field(frame, "id");
+  return typeof id === "string" ? id : undefined;
+}
+
+/** Refuse the frame: err `code` (unless closing) and close. */
+function refuse(code: string, detail: (frame: Frame) => string) {
+  return {
+    type: "failFrame" as const,
+    params: ({ event }: { event: ConnectionEvent }): SendErrParams => {
+      const frame = frameOf(event);
+      return { code, detail: detail(frame), re: idOf(frame) };
+    },
+  };
+}
+
+/** A guard: the frame's line is of type `t`. */
+function frameIs(t: string) {
+  return { type: "frameIs" as const, params: { t } };
+}
+
+/**
+ * How a received line is routed while the session is up (resume and open):
+ * a core line that fails its schema closes with bad_frame; an extension or
+ * unknown one is dropped (NOTES: presence); hello and auth again, and
+ * unknown types, are ignored (SPEC 5).
+ */
+const TRAFFIC = [
+  {
+    guard: "committed",
+    actions: "stage",
+  },
+  { guard: frameIs("ack"), actions: "takeAck" },
+  { guard: frameIs("ping"), actions: "answerPing" },
+  { guard: frameIs("pong"), actions: "notePong" },
+  {
+    guard: frameIs("bye"),
+    actions: [
+      "noteBye",
+      { type: "raisePeerBye", params: { withReason: true } },
+    ],
+  },
+  { guard: frameIs("err"), actions: ["control", "raisePeerErr"] },
+  { guard: "controlLine", actions: "control" },
+] as const;
+
+/** Checked first in resume and open: lines that fail their schema. */
+const SCHEMA = [
+  {
+    guard: "invalidCore",
+    actions: refuse(
+      "bad_frame",
+      (f) => `invalid ${f.message.t}: ${f.invalid}`,
+    ),
+  },
+  // An extension or unknown type that fails its schema: dropped.
+  { guard: "invalidOther" },
+] as const;
+
 export const connectionMachine: ConnectionMachine = setup({
   types: {
     context: {} as ConnectionContext,
@@ -223,6 +362,40 @@ export const connectionMachine: ConnectionMachine = setup({
     input: {} as ConnectionInput,
   },
   actions: {
+    acceptHello: ({ context, event }) =>
+      context.host?.acceptHello(frameOf(event)),
+    verifyAuth: ({ context, event }) =>
+      context.host?.verifyAuth(frameOf(event)),
+    noteSeen: ({ context, event }) => context.host?.noteSeen(frameOf(event)),
+    stage: ({ context, event }) => context.host?.stage(frameOf(event)),
+    takeAck: ({ context, event }) => context.host?.takeAck(frameOf(event)),
+    answerPing: ({ context, event }) =>
+      context.host?.answerPing(frameOf(event)),
+    notePong: ({ context, event }) => context.host?.notePong(frameOf(event)),
+    noteBye: ({ context, event }) => context.host?.noteBye(frameOf(event)),
+    control: ({ context, event }) => context.host?.control(frameOf(event)),
+    /** Their line breaks the protocol: handled as a `FAIL`. */
+    failFrame: raise((_, params: SendErrParams) => ({
+      type: "FAIL" as const,
+      ...params,
+    })),
+    /** Their err line, as a `PEER_ERR`. */
+    raisePeerErr: raise(({ event }) => {
+      const frame = frameOf(event);
+      const detail = field(frame, "detail");
+      return {
+        type: "PEER_ERR" as const,
+        code: String(field(frame, "code")),
+        detail: typeof detail === "string" ? detail : undefined,
+      };
+    }),
+    /** Their bye line, as a `PEER_BYE` (with its reason when asked). */
+    raisePeerBye: raise(({ event }, params: { withReason: boolean }) => {
+      const reason = field(frameOf(event), "reason");
+      return params.withReason && typeof reason === "string"
+        ? { type: "PEER_BYE" as const, reason }
+        : { type: "PEER_BYE" as const };
+    }),
     /** Write our hello (done before anything else). */
     sendHello: ({ context }) => context.host?.sendHello(),
     /** Sign the transcript and write our auth. */
@@ -260,10 +433,39 @@ export const connectionMachine: ConnectionMachine = setup({
     }),
   },
   guards: {
+    frameIs: ({ event }, params: { t: string }) => tOf(event) === params.t,
+    helloVersionBad: ({ event }) => {
+      if (tOf(event) !== "hello") return false;
+      const v = field(frameOf(event), "v");
+      return v !== PROTOCOL_VERSION && v !== undefined;
+    },
+    helloKeyBad: ({ event }) => {
+      if (tOf(event) !== "hello") return false;
+      const key = field(frameOf(event), "key");
+      return typeof key === "string" && !isKey(key);
+    },
+    helloInvalid: ({ event }) =>
+      tOf(event) === "hello" && frameOf(event).invalid !== undefined,
+    helloOwnKey: ({ context, event }) =>
+      tOf(event) === "hello" && context.key !== undefined &&
+      field(frameOf(event), "key") === context.key,
+    forbiddenBeforeAuth: ({ event }) => {
+      const t = tOf(event);
+      return t === "auth" || PRE_AUTH_FORBIDDEN.has(t ?? "");
+    },
+    invalidCore: ({ event }) => {
+      const t = tOf(event);
+      return t !== undefined && frameOf(event).invalid !== undefined &&
+        KNOWN.has(t) && !EXTENSIONS.has(t);
+    },
+    invalidOther: ({ event }) =>
+      event.type === "FRAME" && event.frame.invalid !== undefined,
+    committed: ({ event }) => COMMITTED.has(tOf(event) ?? ""),
+    controlLine: ({ event }) => CONTROL.has(tOf(event) ?? ""),
     pingEnabled: ({ context }) => context.timeouts.pingInterval > 0,
     twoMissed: ({ context }) => context.missed >= 2,
     closingCode: ({ event }) =>
-      event.type === "PEER_ERR" && CLOSING_CODES.has(event.code),
+      event.type === "PEER_ERR" && CLOSING_ERROR_CODES.has(event.code),
     hasCode: ({ event }) => event.type === "FAIL" && event.code !== undefined,
   },
   delays: {
@@ -276,6 +478,7 @@ export const connectionMachine: ConnectionMachine = setup({
   id: "connection",
   context: ({ input }) => ({
     timeouts: { ...DEFAULT_TIMEOUTS, ...input.timeouts },
+    ...(input.key !== undefined ? { key: input.key } : {}),
     ...(input.host ? { host: input.host } : {}),
     missed: 0,
     reason: "",
@@ -352,6 +555,27 @@ export const connectionMachine: ConnectionMachine = setup({
         },
       },
       on: {
+        // Lines no handshake state took: err and bye end it, a second
+        // hello is a bad frame, session lines before auth are refused;
+        // ping, pong, extensions and unknown types are ignored.
+        FRAME: [
+          { guard: frameIs("err"), actions: "raisePeerErr" },
+          {
+            guard: frameIs("bye"),
+            actions: { type: "raisePeerBye", params: { withReason: false } },
+          },
+          {
+            guard: frameIs("hello"),
+            actions: refuse("bad_frame", () => "a second hello"),
+          },
+          {
+            guard: "forbiddenBeforeAuth",
+            actions: refuse(
+              "auth",
+              (f) => `${f.message.t} before auth completed`,
+            ),
+          },
+        ],
         // Before auth there is no session to close gracefully.
         BYE: {
           target: "closed",
@@ -375,11 +599,48 @@ export const connectionMachine: ConnectionMachine = setup({
       states: {
         hello: {
           entry: "sendHello",
-          on: { HELLO_OK: { target: "auth", actions: "sendAuth" } },
+          on: {
+            HELLO_OK: { target: "auth", actions: "sendAuth" },
+            // Their hello, checked in this order (SPEC 7, NOTES item 5).
+            FRAME: [
+              {
+                guard: "helloVersionBad",
+                actions: refuse(
+                  "version",
+                  () => `this peer speaks awp v${PROTOCOL_VERSION}`,
+                ),
+              },
+              {
+                guard: "helloKeyBad",
+                actions: refuse(
+                  "auth",
+                  () => "hello key is not an ed25519 key",
+                ),
+              },
+              {
+                guard: "helloInvalid",
+                actions: refuse(
+                  "bad_frame",
+                  (f) => `invalid hello: ${f.invalid}`,
+                ),
+              },
+              {
+                guard: "helloOwnKey",
+                actions: refuse("auth", () => "hello carries our own key"),
+              },
+              {
+                guard: frameIs("hello"),
+                target: "auth",
+                actions: ["acceptHello", "sendAuth"],
+              },
+            ],
+          },
         },
         auth: {
           on: {
             AUTH_OK: { target: "#connection.resume", actions: "sendResume" },
+            // Verified by the host, which answers AUTH_OK or FAIL.
+            FRAME: { guard: frameIs("auth"), actions: "verifyAuth" },
           },
         },
       },
@@ -396,6 +657,15 @@ export const connectionMachine: ConnectionMachine = setup({
       },
       on: {
         RESUME: { target: "open", actions: "replay" },
+        FRAME: [
+          ...SCHEMA,
+          {
+            guard: frameIs("resume"),
+            target: "open",
+            actions: ["noteSeen", "replay"],
+          },
+          ...TRAFFIC,
+        ],
         BYE: "closing",
         PEER_BYE: { target: "closed", actions: ["replyBye", "notePeerBye"] },
       },
@@ -404,6 +674,7 @@ export const connectionMachine: ConnectionMachine = setup({
       type: "parallel",
       entry: "opened",
       on: {
+        FRAME: [...SCHEMA, ...TRAFFIC],
         BYE: "closing",
         PEER_BYE: { target: "closed", actions: ["replyBye", "notePeerBye"] },
       },
@@ -466,6 +737,18 @@ export const connectionMachine: ConnectionMachine = setup({
           target: "closed",
           actions: { type: "setReason", params: { reason: "bye" } },
         },
+        // After our bye we send nothing, so we take no content either:
+        // unacked, it is replayed on the next connection.
+        FRAME: [
+          {
+            guard: frameIs("bye"),
+            actions: [
+              "noteBye",
+              { type: "raisePeerBye", params: { withReason: false } },
+            ],
+          },
+          { guard: frameIs("err"), actions: "raisePeerErr" },
+        ],
         // After bye we send nothing else: no err either.
         FAIL: {
           target: "closed",

@@ -82,7 +82,11 @@ import { isKey, KEY_PREFIX, Signer } from "../wire/keys.ts";
 import { grantHash, mintGrant, verifyGrant } from "../wire/grant.ts";
 import { blobPart, textPart } from "../wire/messages.ts";
 import { timestamp } from "../wire/time.ts";
-import { MAX_LINE_BYTES } from "../wire/frame.ts";
+import {
+  ENVELOPE_HEADROOM_BYTES,
+  fitsLine,
+  MAX_LINE_BYTES,
+} from "../wire/frame.ts";
 import { validateMessage } from "../wire/validate.ts";
 import type { SamvadAgent, SamvadOptions } from "../samvad/samvad_agent.ts";
 import { CONTENT_TYPES, MESSAGE_TYPES } from "../wire/types.ts";
@@ -338,8 +342,6 @@ const EARLY_EVENTS = 10_000;
 const ACKED_MEMORY = 10_000;
 /** A thread's record is rewritten at most this often by sends alone. */
 const TOUCH_EVERY_MS = 1_000;
-/** Measures line sizes. */
-const utf8 = new TextEncoder();
 
 const MIME: Record<string, string> = {
   txt: "text/plain",
@@ -966,13 +968,8 @@ export class Peer {
       await release();
       throw new TypeError(`send: invalid msg: ${invalid}`);
     }
-    // id, ts and the envelope add well under 200 bytes.
-    // UTF-8 takes at most 3 bytes per UTF-16 unit: most lines need no encode.
-    const json = JSON.stringify(fields);
-    if (
-      json.length * 3 > MAX_LINE_BYTES - 200 &&
-      utf8.encode(json).length > MAX_LINE_BYTES - 200
-    ) {
+    // The outbox adds id and ts: see ENVELOPE_HEADROOM_BYTES.
+    if (!fitsLine(fields, MAX_LINE_BYTES - ENVELOPE_HEADROOM_BYTES)) {
       await release();
       throw new Error(
         `send: the msg line would exceed ${MAX_LINE_BYTES} bytes; send big content as files`,
