@@ -31,12 +31,16 @@ import {
   COMMITTED,
   type ConnectionHost,
   connectionMachine,
-  type ConnectionTimeouts,
   type SendErrParams,
   stateName,
 } from "./connection_machine.ts";
 import type { Transport } from "../net/transport.ts";
-import type { OutboxEntry, Store } from "../storage/store.ts";
+import type {
+  ConnectionHooks,
+  ConnectionWiring,
+  PeerConfig,
+} from "./peer_config.ts";
+import type { OutboxEntry } from "../storage/store.ts";
 import type {
   IncomingLine,
   ReceiveExtras,
@@ -46,7 +50,7 @@ import { chunkMessage } from "../storage/spool.ts";
 import { encodeLine } from "../wire/frame.ts";
 import { LineReader } from "../wire/line_reader.ts";
 import { type Frame, readFrame } from "../wire/read_frame.ts";
-import { randomNonce, type Signer, verify } from "../wire/keys.ts";
+import { randomNonce, verify } from "../wire/keys.ts";
 import { authTranscript } from "../wire/transcript.ts";
 import { decodeBase64, encodeBase64Url } from "../wire/base64.ts";
 import { timestamp } from "../wire/time.ts";
@@ -122,81 +126,34 @@ export interface ReceivedLine {
   seq?: number;
 }
 
-/** Options of {@link Connection}. */
-export interface ConnectionOptions {
+/**
+ * Options of {@link Connection}: the shared {@link PeerConfig} fields it
+ * uses, its wiring and hooks (passed down as the supervisor got them), and
+ * what its owner hears from this connection alone.
+ */
+export interface ConnectionOptions extends
+  Pick<
+    PeerConfig,
+    "name" | "about" | "caps" | "addr" | "timeouts" | "maxUnsentBytes" | "admit"
+  >,
+  ConnectionWiring,
+  ConnectionHooks {
   /** The socket to speak over (dialed or accepted). */
   transport: Transport;
-  /** Our identity: signs the auth transcript. */
-  signer: Signer;
-  /** Where seen ids, the outbox and received lines are committed. */
-  store: Store;
   /** We dialed (for the simultaneous-open tie-break, NOTES item 4). */
   dialed: boolean;
-  /** Our name, sent in hello. */
-  name?: string;
-  /** Our self-description, sent in hello. */
-  about?: string;
-  /** Capabilities we announce in hello. */
-  caps?: string[];
-  /** Our own reachable address, sent in hello (NOTES item 6). */
-  addr?: string;
-  /**
-   * Grants to present in auth: a list, or a function of the remote's hello
-   * (its key is claimed, not yet verified) choosing what fits it.
-   */
-  grants?: Grant[] | ((remote: RemoteHello) => Grant[] | Promise<Grant[]>);
-  /** Extension: keys of hosts we mirror to, sent as hello.shares. */
-  shares?: string[] | (() => string[]);
-  /** Overrides of {@link DEFAULT_TIMEOUTS}, in milliseconds. */
-  timeouts?: Partial<ConnectionTimeouts>;
-  /** Bound on unwritten bytes (default {@link DEFAULT_MAX_UNSENT_BYTES}). */
-  maxUnsentBytes?: number;
-  /**
-   * Return (or resolve with) a refusal detail to refuse the peer after its
-   * auth verified (err auth + close, NOTES 8); undefined admits it.
-   */
-  admit?(
-    remote: RemoteHello,
-    context: { dialed: boolean },
-  ): string | undefined | Promise<string | undefined>;
   /** After both auths verify, before resume is processed. */
   onAuthenticated?(conn: Connection): void | Promise<void>;
-  /**
-   * Awaited before received content lines are committed (so before they
-   * count as seen): whatever must be durable first (a chunk's bytes) is
-   * written here. Called with every line of the batch, duplicates too; a
-   * throw closes the connection with `err internal`, nothing committed.
-   */
-  beforeCommit?(
-    conn: Connection,
-    lines: ReceivedLine[],
-  ): Promise<ReceiveExtras | void>;
   /**
    * New (non-duplicate) content lines, committed and acked, each with the
    * log `seq` the store gave it.
    */
   onDeliver?(conn: Connection, lines: ReceivedLine[]): void;
-  /** An ack of ours arrived; called once the store has dropped the entry. */
-  onAck?(conn: Connection, ack: { re: string; th?: string }): void;
-  /** The peer said bye (with its reason, if any). */
-  onBye?(conn: Connection, reason?: string): void;
-  /** An outboxed entry was just written to the socket (sent or replayed). */
-  onSent?(conn: Connection, entry: OutboxEntry): void;
   /**
    * Known non-content lines after auth that the connection does not consume
-   * itself: grant, presence and err (an addition to the lead's contract).
+   * itself: grant, presence and err.
    */
   onControl?(conn: Connection, line: ReceivedLine): void;
-  /**
-   * Every line, in and out, for the log or an inspector; `message` is the
-   * line already parsed (absent for a local note or an unparsable line).
-   */
-  onLine?(
-    conn: Connection,
-    dir: "in" | "out",
-    raw: string,
-    message?: Record<string, unknown>,
-  ): void;
   /** Called once, when the connection has closed, with the reason. */
   onClosed?(conn: Connection, reason: string): void;
   /** xstate inspection, passed to createActor. */
@@ -383,10 +340,13 @@ export class Connection {
     }
     noteBye(frame: Frame) {
       const reason = (frame.message as Bye).reason;
-      this.#c.#o.onBye?.(
-        this.#c,
-        typeof reason === "string" ? reason : undefined,
-      );
+      const peer = this.#c.remote?.key;
+      if (peer) {
+        this.#c.#o.onBye?.(
+          peer,
+          typeof reason === "string" ? reason : undefined,
+        );
+      }
     }
     control(frame: Frame) {
       this.#c.#o.onControl?.(this.#c, frame);
@@ -564,14 +524,14 @@ export class Connection {
     } catch (error) {
       // Our own line too large or not JSON: a bug upstream, not the peer's.
       this.#o.onLine?.(
-        this,
+        this.remote?.key,
         "out",
         `{"t":"${message.t}"} not sent: ${errorText(error)}`,
       );
       return 0;
     }
     this.#o.onLine?.(
-      this,
+      this.remote?.key,
       "out",
       decoder.decode(frame.subarray(0, frame.length - 1)),
       message,
@@ -643,7 +603,7 @@ export class Connection {
     const frame = encodeLine(hello);
     // The transcript covers the exact bytes, without the newline.
     this.#myHello = frame.subarray(0, frame.length - 1);
-    this.#o.onLine?.(this, "out", decoder.decode(this.#myHello));
+    this.#o.onLine?.(this.remote?.key, "out", decoder.decode(this.#myHello));
     this.#t.write(frame).catch((error) => {
       this.#event({ type: "END", reason: `write failed: ${errorText(error)}` });
     });
@@ -696,7 +656,7 @@ export class Connection {
           // have them (their ack was lost with a crash); waiters hear it now.
           if (ACKED.has(e.t)) {
             this.#o.onAck?.(
-              this,
+              this.#peer!.key,
               e.th === undefined ? { re: e.id } : { re: e.id, th: e.th },
             );
           }
@@ -722,7 +682,7 @@ export class Connection {
           } catch (error) {
             // The spooled file is gone: nothing to send; the blob layer decides.
             this.#o.onLine?.(
-              this,
+              this.remote?.key,
               "out",
               `chunk ${entry.id} not sent: ${errorText(error)}`,
             );
@@ -751,7 +711,7 @@ export class Connection {
       this.#written.delete(this.#written.values().next().value!);
     }
     this.#send(line);
-    this.#o.onSent?.(this, entry);
+    this.#o.onSent?.(this.#peer!.key, entry);
   }
 
   #sendPing(): void {
@@ -822,14 +782,14 @@ export class Connection {
         }
         const read = readFrame(ev.bytes);
         if (!read.ok) {
-          this.#o.onLine?.(this, "in", lossy.decode(ev.bytes));
+          this.#o.onLine?.(this.remote?.key, "in", lossy.decode(ev.bytes));
           await this.#commit();
           this.#fail("bad_frame", read.detail);
           break;
         }
         const frame = read.frame;
         this.#o.onLine?.(
-          this,
+          this.remote?.key,
           "in",
           frame.raw,
           frame.message as unknown as Record<string, unknown>,
@@ -911,6 +871,7 @@ export class Connection {
         if (early.length > 0) this.#handOver(early);
         if (late.length > 0) {
           const also = await this.#o.beforeCommit?.(
+            this.#peer!.key,
             this,
             late.map((l) => l.received),
           );
@@ -1060,7 +1021,7 @@ export class Connection {
     this.#o.store.acked(this.#peer!.key, th, re).catch((error) =>
       this.#fail("internal", `storage failed: ${errorText(error)}`)
     );
-    this.#o.onAck?.(this, th === undefined ? { re } : { re, th });
+    this.#o.onAck?.(this.#peer!.key, th === undefined ? { re } : { re, th });
   }
 
   #notePong(frame: Frame): void {

@@ -32,7 +32,6 @@
  * @module
  */
 
-import type { ConnectionLimits } from "../net/connection_gate.ts";
 import {
   type Actor,
   type AnyActorRef,
@@ -47,9 +46,12 @@ import {
   type ReceivedLine,
   type RemoteHello,
 } from "./connection.ts";
-import type { ConnectionTimeouts } from "./connection_machine.ts";
 import { Dialer } from "./dialer.ts";
-import type { DialerTiming } from "./dialer_machine.ts";
+import type {
+  ConnectionHooks,
+  ConnectionWiring,
+  PeerConfig,
+} from "./peer_config.ts";
 import {
   dial,
   listen,
@@ -57,15 +59,9 @@ import {
   type Transport,
   TransportError,
 } from "../net/transport.ts";
-import type {
-  OutboxDraft,
-  OutboxEntry,
-  PeerRecord,
-  ReceiveExtras,
-  Store,
-} from "../storage/store.ts";
+import type { OutboxDraft, OutboxEntry, PeerRecord } from "../storage/store.ts";
 import { canonicalJson } from "../wire/canonical_json.ts";
-import type { Signer } from "../wire/keys.ts";
+import { errorText } from "../wire/error_text.ts";
 import type { Grant, Message } from "../wire/types.ts";
 
 /** One delivered line and where it came from. */
@@ -159,43 +155,13 @@ export interface ActorInspection {
   ): void;
 }
 
-/** Options of {@link Supervisor}. */
-export interface SupervisorOptions {
-  /** Our identity: signs each connection's auth. */
-  signer: Signer;
-  /** Seen ids, outbox, traffic log and peer records. */
-  store: Store;
-  /** Our name in hello. */
-  name?: string;
-  /** Our about line in hello. */
-  about?: string;
-  /** Our caps in hello. */
-  caps?: string[];
-  /** Our reachable address for hello.addr; defaults to the first listener's. */
-  addr?: string;
-  /** Grants to present in auth: a list, or chosen per remote. */
-  grants?: Grant[] | ((remote: RemoteHello) => Grant[] | Promise<Grant[]>);
-  /** Extension: keys of hosts we mirror to (hello.shares), read per connection. */
-  shares?: () => string[];
-  /** Connection timeouts in ms. */
-  timeouts?: Partial<ConnectionTimeouts>;
-  /** Per connection, bound on bytes not yet written to the socket. */
-  maxUnsentBytes?: number;
-  /** Reconnect backoff timing (and its random source, for tests). */
-  dialer?: { timing?: Partial<DialerTiming>; random?: () => number };
-  /** Allow plaintext TCP with public addresses (see net/transport.ts). */
-  allowPublic?: boolean;
-  /** WebSocket binding: extra CA certificates (PEM) trusted when dialing wss. */
-  caCerts?: string[];
-  /** WebSocket binding: certificate chain and key (PEM) for wss listeners. */
-  tls?: { cert: string; key: string };
-  /** Bounds on accepted connections, per listener (connection_gate.ts). */
-  limits?: ConnectionLimits;
-  /** Return (or resolve with) a refusal detail to refuse a peer after its auth. */
-  admit?(
-    remote: RemoteHello,
-    context: { dialed: boolean },
-  ): string | undefined | Promise<string | undefined>;
+/**
+ * Options of {@link Supervisor}: the shared {@link PeerConfig}, the
+ * connections' wiring and hooks (handed to each connection as given), and
+ * the routing the supervisor owns.
+ */
+export interface SupervisorOptions
+  extends PeerConfig, ConnectionWiring, ConnectionHooks {
   /** Where delivered lines go. */
   routes?: Routes;
   /**
@@ -205,34 +171,13 @@ export interface SupervisorOptions {
   wanted?(peer: string): boolean;
   /** Connections authenticated this close together are a simultaneous open (5 s). */
   simultaneousWindowMs?: number;
-  /** Outbox retention, for "open thread" (7 days). */
-  retentionMs?: number;
   /** Everything the supervisor reports. */
   onEvent?(event: SupervisorEvent): void;
-  /** Every line in and out (parsed, when it parsed), for a log or an inspector. */
-  onLine?(
-    peer: string | undefined,
-    dir: "in" | "out",
-    raw: string,
-    message?: Record<string, unknown>,
-  ): void;
-  /** Awaited before received content lines commit (see ConnectionOptions). */
-  beforeCommit?(
-    peer: string,
-    conn: Connection,
-    lines: ReceivedLine[],
-  ): Promise<ReceiveExtras | void>;
   /**
    * The fresh content lines just committed (each with its log `seq`),
    * called synchronously before any of them is routed.
    */
   afterCommit?(peer: string, lines: ReceivedLine[]): void;
-  /** An ack of ours arrived (after the store dropped the entry). */
-  onAck?(peer: string, ack: { re: string; th?: string }): void;
-  /** The peer said bye. */
-  onBye?(peer: string, reason?: string): void;
-  /** An outboxed entry was written on a connection to `peer`. */
-  onSent?(peer: string, entry: OutboxEntry): void;
   /** Inspection: off unless given (no observer is passed at all then). */
   inspect?: ActorInspection;
 }
@@ -347,11 +292,6 @@ function samePeerRecord(a: PeerRecord, b: PeerRecord): boolean {
 /** The store meta that holds `peer` from redialing (see Supervisor.bye). */
 function quietMeta(peer: string): string {
   return `quiet:${peer}`;
-}
-
-function errorText(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
-  return text.split("\n")[0];
 }
 
 /**
@@ -913,39 +853,17 @@ export class Supervisor {
       transport.close();
       throw new Error("supervisor is stopping");
     }
+    // The shared options and hooks go down as they are (onBye too: a
+    // remote's bye holds nothing, so a peer that shuts down gracefully is
+    // redialed while we still have unacked lines or open threads for it,
+    // SPEC 4.3); the handlers below are the supervisor's own.
     const conn = new Connection({
+      ...this.#o,
       transport,
-      signer: this.#o.signer,
-      store: this.#o.store,
       dialed,
-      name: this.#o.name,
-      about: this.#o.about,
-      caps: this.#o.caps,
-      addr: this.#o.addr,
       grants: present?.length ? this.#grantsWith(present) : this.#o.grants,
-      ...(this.#o.shares ? { shares: this.#o.shares } : {}),
-      timeouts: this.#o.timeouts,
-      maxUnsentBytes: this.#o.maxUnsentBytes,
-      admit: this.#o.admit,
       onAuthenticated: (c) => this.#activate(c),
-      beforeCommit: this.#o.beforeCommit
-        ? (c, lines) => this.#o.beforeCommit!(c.remote!.key, c, lines)
-        : undefined,
-      onAck: this.#o.onAck
-        ? (c, ack) => this.#o.onAck!(c.remote!.key, ack)
-        : undefined,
-      // A remote's bye holds nothing: a peer that shuts down gracefully
-      // (a daemon stopping, a sandbox going to sleep) is redialed while we
-      // still have unacked lines or open threads for it (SPEC 4.3).
-      onBye: this.#o.onBye
-        ? (c, reason) => {
-          if (c.remote) this.#o.onBye!(c.remote.key, reason);
-        }
-        : undefined,
-      onSent: this.#o.onSent
-        ? (c, entry) => this.#o.onSent!(c.remote!.key, entry)
-        : undefined,
-      ...(this.#inspect ? { inspect: this.#observe(this.#inspect) } : {}),
+      inspect: this.#inspect ? this.#observe(this.#inspect) : undefined,
       onDeliver: (c, lines) => {
         if (c.remote) this.#o.afterCommit?.(c.remote.key, lines);
         for (const line of lines) {
@@ -953,10 +871,6 @@ export class Supervisor {
         }
       },
       onControl: (c, line) => this.#route(c, line.message, line.raw),
-      onLine: this.#o.onLine
-        ? (c, dir, raw, message) =>
-          this.#o.onLine!(c.remote?.key, dir, raw, message)
-        : undefined,
       onClosed: (c, reason) => this.#closed(c, reason, transport.remoteAddr),
     });
     this.#connections.add(conn);
