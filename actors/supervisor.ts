@@ -34,19 +34,31 @@
 
 import {
   type Actor,
-  type AnyActorRef,
-  assign,
   createActor,
   type InspectionEvent,
-  type Observer,
-  setup,
 } from "npm:xstate@^5.33.3";
 import {
   Connection,
   type ReceivedLine,
   type RemoteHello,
 } from "./connection.ts";
+import {
+  type Delivery,
+  type DeliveryHandler,
+  DeliveryRouter,
+  type Routes,
+} from "./delivery_router.ts";
 import { Dialer } from "./dialer.ts";
+import { QuietHolds } from "./quiet_holds.ts";
+import { rememberPeer } from "./remember_peer.ts";
+import { wantedInStore } from "./wanted_in_store.ts";
+import {
+  type ActorInspection,
+  type SupervisorCounts,
+  type SupervisorEvent,
+  supervisorMachine,
+  type SupervisorMachineEvent,
+} from "./supervisor_machine.ts";
 import type {
   ConnectionHooks,
   ConnectionWiring,
@@ -59,101 +71,18 @@ import {
   type Transport,
   TransportError,
 } from "../net/transport.ts";
-import type { OutboxDraft, OutboxEntry, PeerRecord } from "../storage/store.ts";
-import { canonicalJson } from "../wire/canonical_json.ts";
+import type { OutboxDraft, OutboxEntry } from "../storage/store.ts";
 import { errorText } from "../wire/error_text.ts";
-import type { Grant, Message } from "../wire/types.ts";
+import type { Grant } from "../wire/types.ts";
 
-/** One delivered line and where it came from. */
-export interface Delivery {
-  /** The remote peer's key. */
-  peer: string;
-  /** The parsed, schema-valid line. */
-  message: Message;
-  /** The line exactly as received. */
-  raw: string;
-  /** The connection it came on (to answer on). */
-  connection: Connection;
-  /**
-   * The traffic-log position the line was committed under (committed
-   * content lines, when the store reports one; absent for control lines).
-   */
-  seq?: number;
-}
-
-/** Handles delivered lines; may be async (awaited in order per connection). */
-export type DeliveryHandler = (delivery: Delivery) => void | Promise<void>;
-
-/**
- * Where delivered lines go. `thread` and `blob` are registries: asked once
- * per (peer, th) or (peer, ref) for the handler that owns it, which is then
- * cached until {@link Supervisor.forgetThread} (blob handlers are dropped
- * after the chunk with `last: true`).
- */
-export interface Routes {
-  /** msg and state, by `th`. */
-  thread?(peer: string, th: string): DeliveryHandler | undefined;
-  /** chunk, by `ref`. */
-  blob?(peer: string, ref: string): DeliveryHandler | undefined;
-  /** grant lines. */
-  grant?: DeliveryHandler;
-  /** introduce lines. */
-  introduce?: DeliveryHandler;
-  /** presence lines (extension). */
-  presence?: DeliveryHandler;
-  /** mirror lines (extension). */
-  mirror?: DeliveryHandler;
-  /** private lines (extension). */
-  private?: DeliveryHandler;
-  /** err lines from the peer. */
-  err?: DeliveryHandler;
-  /** Anything without a route above. */
-  other?: DeliveryHandler;
-}
-
-/** What the supervisor reports. */
-export type SupervisorEvent =
-  | { type: "listening"; addr: string }
-  | {
-    type: "connected";
-    peer: string;
-    name?: string;
-    /** The remote's hello.about. */
-    about?: string;
-    /** The remote's hello.caps. */
-    caps: string[];
-    dialed: boolean;
-    remoteAddr: string;
-  }
-  | { type: "disconnected"; peer: string; reason: string }
-  | { type: "replaced"; peer: string }
-  | { type: "duplicate"; peer: string; kept: "dialed" | "accepted" }
-  | { type: "closed"; peer?: string; remoteAddr: string; reason: string }
-  | {
-    type: "dial_failed";
-    peer: string;
-    address: string;
-    attempt: number;
-    error: string;
-  }
-  | { type: "dialer"; peer: string; state: string; attempt: number }
-  | { type: "handler_error"; peer: string; t: string; error: string }
-  | { type: "connection_failed"; peer?: string; error: string };
-
-/**
- * Where actors are shown when inspection is on: `InspectionHub` from
- * inspector/inspection_hub.ts fits (structural, so actors/ need not import
- * the inspector).
- */
-export interface ActorInspection {
-  /** Passed as `createActor(logic, { inspect })`. */
-  readonly observer: Observer<InspectionEvent>;
-  /** Names an actor and its logical parent in the tree. */
-  register(
-    actor: AnyActorRef,
-    options?: { kind?: string; label?: string; parentId?: string },
-  ): void;
-}
+export type { Delivery, DeliveryHandler, Routes };
+export {
+  type ActorInspection,
+  type SupervisorCounts,
+  type SupervisorEvent,
+  supervisorMachine,
+  type SupervisorMachineEvent,
+};
 
 /**
  * Options of {@link Supervisor}: the shared {@link PeerConfig}, the
@@ -182,116 +111,9 @@ export interface SupervisorOptions
   inspect?: ActorInspection;
 }
 
-/** Counts the supervisor's chart keeps. */
-export interface SupervisorCounts {
-  /** Connections alive (any state). */
-  connections: number;
-  /** Peers with an active (authenticated) connection. */
-  active: number;
-  /** Listeners open. */
-  listeners: number;
-  /** Child failures survived (actor errors, throwing handlers). */
-  failures: number;
-}
-
-/** Events of {@link supervisorMachine}. */
-export type SupervisorMachineEvent =
-  | { type: "CONNECTION_STARTED" }
-  | { type: "CONNECTION_ENDED" }
-  | { type: "ACTIVATED" }
-  | { type: "DEACTIVATED" }
-  | { type: "LISTENING" }
-  | { type: "LISTENER_CLOSED" }
-  | { type: "FAILURE" }
-  | { type: "STOP" }
-  | { type: "STOPPED" };
-
-/**
- * The supervisor's own chart: lifecycle and counts only (see the module
- * comment for why connections are not its children).
- *
- * @example
- * ```ts
- * import { createActor } from "npm:xstate@^5.33.3";
- * import { supervisorMachine } from "./supervisor.ts";
- * const a = createActor(supervisorMachine).start();
- * a.send({ type: "CONNECTION_STARTED" });
- * console.assert(a.getSnapshot().context.connections === 1);
- * a.stop();
- * ```
- */
-export const supervisorMachine = setup({
-  types: {
-    context: {} as SupervisorCounts,
-    events: {} as
-      | SupervisorMachineEvent
-      | { type: `xstate.error.actor.${string}`; error: unknown },
-  },
-  actions: {
-    countFailure: assign({ failures: ({ context }) => context.failures + 1 }),
-  },
-}).createMachine({
-  id: "supervisor",
-  context: { connections: 0, active: 0, listeners: 0, failures: 0 },
-  initial: "running",
-  on: {
-    CONNECTION_STARTED: {
-      actions: assign({
-        connections: ({ context }) => context.connections + 1,
-      }),
-    },
-    CONNECTION_ENDED: {
-      actions: assign({
-        connections: ({ context }) => context.connections - 1,
-      }),
-    },
-    ACTIVATED: {
-      actions: assign({ active: ({ context }) => context.active + 1 }),
-    },
-    DEACTIVATED: {
-      actions: assign({ active: ({ context }) => context.active - 1 }),
-    },
-    LISTENING: {
-      actions: assign({ listeners: ({ context }) => context.listeners + 1 }),
-    },
-    LISTENER_CLOSED: {
-      actions: assign({ listeners: ({ context }) => context.listeners - 1 }),
-    },
-    FAILURE: { actions: "countFailure" },
-    // A failing child never takes the supervisor down.
-    "xstate.error.actor.*": { actions: "countFailure" },
-  },
-  states: {
-    running: { on: { STOP: "stopping" } },
-    stopping: { on: { STOPPED: "stopped" } },
-    stopped: { type: "final" },
-  },
-});
-
 interface Active {
   conn: Connection;
   since: number;
-}
-
-const DONE_STATES: ReadonlySet<string> = new Set(["done", "failed", "closed"]);
-
-/** How stale a stored `lastSeen` may be before a handshake rewrites it. */
-const LAST_SEEN_PRECISION_MS = 60_000;
-
-/** Equal but for `lastSeen`. */
-function samePeerRecord(a: PeerRecord, b: PeerRecord): boolean {
-  const { lastSeen: _a, ...restA } = a;
-  const { lastSeen: _b, ...restB } = b;
-  try {
-    return canonicalJson(restA) === canonicalJson(restB);
-  } catch {
-    return false; // not plain JSON: write it
-  }
-}
-
-/** The store meta that holds `peer` from redialing (see Supervisor.bye). */
-function quietMeta(peer: string): string {
-  return `quiet:${peer}`;
 }
 
 /**
@@ -327,16 +149,9 @@ export class Supervisor {
   #kept = new Set<string>();
   #listeners = new Set<Listener>();
   #wanted = new Map<string, boolean>();
-  /**
-   * Peers that said bye, or we said bye to: not redialed until something
-   * new goes to them. Persisted as store meta `quiet:<key>` so a restart
-   * keeps the hold ({@link loadQuiet}).
-   */
-  #quiet = new Set<string>();
-  /** The quiet meta writes, in call order (each writes the current state). */
-  #quietWrites: Promise<void> = Promise.resolve();
-  #threadHandlers = new Map<string, DeliveryHandler>();
-  #blobHandlers = new Map<string, DeliveryHandler>();
+  /** Peers that said bye, or we said bye to: not redialed (persisted). */
+  #quiet: QuietHolds;
+  #router: DeliveryRouter;
   #stopping = false;
   #started = false;
   /** Where actors are shown; set at construction or by {@link attach}. */
@@ -348,6 +163,11 @@ export class Supervisor {
   constructor(options: SupervisorOptions) {
     this.#o = options;
     this.key = options.signer.key;
+    this.#quiet = new QuietHolds(options.store);
+    this.#router = new DeliveryRouter(
+      options.routes ?? {},
+      (peer, t, error) => this.#handlerError(peer, t, error),
+    );
     const inspect = options.inspect;
     this.#inspect = inspect;
     this.actor = createActor(
@@ -607,7 +427,7 @@ export class Supervisor {
         }
       }
     }
-    void this.#unquiet(peer);
+    void this.#quiet.lift(peer);
     this.#wanted.set(peer, true);
     if (this.#active.has(peer)) dialer.connected();
     else dialer.wake();
@@ -621,7 +441,7 @@ export class Supervisor {
    */
   async send(peer: string, drafts: OutboxDraft[]): Promise<OutboxEntry[]> {
     const entries = await this.#o.store.enqueue(peer, drafts);
-    const lifted = this.#unquiet(peer);
+    const lifted = this.#quiet.lift(peer);
     this.#wanted.set(peer, true);
     const active = this.#active.get(peer);
     if (active) active.conn.sendEntries(entries);
@@ -640,7 +460,7 @@ export class Supervisor {
    */
   async bye(peer: string, reason?: string): Promise<void> {
     this.#kept.delete(peer);
-    const held = this.#hold(peer);
+    const held = this.#quiet.hold(peer);
     const conn = this.#active.get(peer)?.conn;
     if (conn) await conn.bye(reason);
     await held;
@@ -656,7 +476,7 @@ export class Supervisor {
    * queued without {@link send}), and its dialer is woken.
    */
   resumeDialing(peer: string): Promise<void> {
-    const lifted = this.#unquiet(peer);
+    const lifted = this.#quiet.lift(peer);
     this.#dialers.get(peer)?.wake();
     return lifted;
   }
@@ -665,60 +485,20 @@ export class Supervisor {
    * Restores the holds of {@link bye} (and of peers that said bye to us)
    * from the store, for every known peer: call before dialing at startup.
    */
-  async loadQuiet(): Promise<void> {
-    for (const record of await this.#o.store.peers()) {
-      const held = await this.#o.store.getMeta<boolean>(
-        quietMeta(record.key),
-      );
-      if (held) this.#quiet.add(record.key);
-    }
-  }
-
-  /** Starts holding `peer` (no redial); resolves once persisted. */
-  #hold(peer: string): Promise<void> {
-    if (this.#quiet.has(peer)) return this.#quietWrites;
-    this.#quiet.add(peer);
-    return this.#persistQuiet(peer);
-  }
-
-  /** Lifts `peer`'s hold, if any; resolves once persisted. */
-  #unquiet(peer: string): Promise<void> {
-    if (!this.#quiet.delete(peer)) return Promise.resolve();
-    return this.#persistQuiet(peer);
-  }
-
-  #persistQuiet(peer: string): Promise<void> {
-    const write = () =>
-      this.#o.store.setMeta(
-        quietMeta(peer),
-        this.#quiet.has(peer) ? true : undefined,
-      );
-    // Bookkeeping only: a failed write (store closing) keeps the memory hold.
-    this.#quietWrites = this.#quietWrites.then(write).catch(() => {});
-    return this.#quietWrites;
+  loadQuiet(): Promise<void> {
+    return this.#quiet.load();
   }
 
   /** Forgets a cached thread handler (e.g. when the thread ends). */
   forgetThread(peer: string, th: string): void {
-    this.#threadHandlers.delete(`${peer} ${th}`);
+    this.#router.forgetThread(peer, th);
   }
 
   /** Re-reads from the store whether `peer` is wanted (for the dialer). */
   async refreshWanted(peer: string): Promise<boolean> {
-    let wanted = false;
+    let wanted: boolean;
     try {
-      if ((await this.#o.store.outbox(peer)).length > 0) wanted = true;
-      else {
-        const horizon = Date.now() - (this.#o.retentionMs ?? 7 * 86_400_000);
-        for (const t of await this.#o.store.threads(peer)) {
-          const ended = DONE_STATES.has(t.mine?.state ?? "") ||
-            DONE_STATES.has(t.theirs?.state ?? "");
-          if (!ended && Date.parse(t.updated) >= horizon) {
-            wanted = true;
-            break;
-          }
-        }
-      }
+      wanted = await wantedInStore(this.#o.store, peer, this.#o.retentionMs);
     } catch {
       wanted = this.#wanted.get(peer) ?? false; // keep the last answer
     }
@@ -747,7 +527,7 @@ export class Supervisor {
         c.state === "open" ? c.bye(reason) : (c.close(reason), c.closed)
       ),
     );
-    await this.#quietWrites;
+    await this.#quiet.settled();
     this.#send({ type: "STOPPED" });
     this.actor.stop();
   }
@@ -867,10 +647,10 @@ export class Supervisor {
       onDeliver: (c, lines) => {
         if (c.remote) this.#o.afterCommit?.(c.remote.key, lines);
         for (const line of lines) {
-          this.#route(c, line.message, line.raw, line.seq);
+          this.#router.route(c, line.message, line.raw, line.seq);
         }
       },
-      onControl: (c, line) => this.#route(c, line.message, line.raw),
+      onControl: (c, line) => this.#router.route(c, line.message, line.raw),
       onClosed: (c, reason) => this.#closed(c, reason, transport.remoteAddr),
     });
     this.#connections.add(conn);
@@ -966,53 +746,11 @@ export class Supervisor {
     dialer?.connected();
     // The address we dialed stays first: Peer.connect's own record of it
     // may be overwritten by this one, which read the record before.
-    void this.#rememberPeer(
-      remote,
-      conn.dialed,
-      conn.dialed ? remoteAddr : undefined,
-    );
-  }
-
-  async #rememberPeer(
-    remote: RemoteHello,
-    dialed: boolean,
-    dialedAddr?: string,
-  ): Promise<void> {
-    const dialerAddrs = this.#dialers.get(remote.key)?.addresses ?? [];
-    const merged = (known: PeerRecord | undefined, now: number): PeerRecord => {
-      const addresses = [...(known?.addresses ?? [])];
-      for (const a of [dialedAddr, ...dialerAddrs, remote.addr].reverse()) {
-        if (!a) continue;
-        const i = addresses.indexOf(a);
-        if (i >= 0) addresses.splice(i, 1);
-        addresses.unshift(a);
-      }
-      return {
-        ...known,
-        key: remote.key,
-        name: remote.name ?? known?.name,
-        about: remote.about ?? known?.about,
-        caps: remote.caps,
-        addresses,
-        dialed: (known?.dialed ?? false) || dialed,
-        firstSeen: known?.firstSeen ?? now,
-        lastSeen: now,
-      };
-    };
-    try {
-      const store = this.#o.store;
-      const known = await store.peer(remote.key);
-      const now = Date.now();
-      // A peer that reconnects often (a restarting agent, a bench) would
-      // cost a commit per handshake: skip it when only lastSeen moved, by
-      // less than LAST_SEEN_PRECISION_MS.
-      if (
-        known && now - (known.lastSeen ?? 0) < LAST_SEEN_PRECISION_MS &&
-        samePeerRecord(known, merged(known, now))
-      ) return;
-      // Read and written in one step (Peer.connect records the same peer).
-      await store.updatePeer(remote.key, (k) => merged(k, Date.now()));
-    } catch { /* bookkeeping only */ }
+    void rememberPeer(this.#o.store, remote, {
+      dialed: conn.dialed,
+      dialedAddr: conn.dialed ? remoteAddr : undefined,
+      dialerAddrs: this.#dialers.get(peer)?.addresses ?? [],
+    });
   }
 
   #closed(conn: Connection, reason: string, remoteAddr: string): void {
@@ -1032,87 +770,6 @@ export class Supervisor {
     };
     if (this.#o.wanted || this.#kept.has(peer)) tell();
     else this.refreshWanted(peer).then(tell, tell);
-  }
-
-  /** Routes one line to the handler that owns it; failures are contained. */
-  #route(
-    conn: Connection,
-    message: Message,
-    raw: string,
-    seq?: number,
-  ): void {
-    const peer = conn.remote?.key;
-    if (!peer) return;
-    const routes = this.#o.routes ?? {};
-    let handler: DeliveryHandler | undefined;
-    try {
-      handler = this.#handlerFor(routes, peer, message);
-    } catch (error) {
-      this.#handlerError(peer, message.t, error);
-      return;
-    }
-    if (!handler) return;
-    const delivery: Delivery = {
-      peer,
-      message,
-      raw,
-      connection: conn,
-      ...(seq !== undefined ? { seq } : {}),
-    };
-    const chain = this.#chains.get(conn) ?? Promise.resolve();
-    // In order per connection, even when handlers are async.
-    const next = chain.then(() => handler(delivery)).catch((error) =>
-      this.#handlerError(peer, message.t, error)
-    );
-    this.#chains.set(conn, next);
-    void next.finally(() => {
-      if (this.#chains.get(conn) === next) this.#chains.delete(conn);
-    });
-  }
-
-  #chains = new Map<Connection, Promise<void>>();
-
-  #handlerFor(
-    routes: Routes,
-    peer: string,
-    message: Message,
-  ): DeliveryHandler | undefined {
-    const m = message as Message & {
-      th?: string;
-      ref?: string;
-      last?: boolean;
-    };
-    switch (message.t) {
-      case "msg":
-      case "state": {
-        const key = `${peer} ${m.th}`;
-        let h = this.#threadHandlers.get(key);
-        if (!h && routes.thread) {
-          h = routes.thread(peer, m.th!);
-          if (h) this.#threadHandlers.set(key, h);
-        }
-        return h ?? routes.other;
-      }
-      case "chunk": {
-        const key = `${peer} ${m.ref}`;
-        let h = this.#blobHandlers.get(key);
-        if (!h && routes.blob) {
-          h = routes.blob(peer, m.ref!);
-          if (h) this.#blobHandlers.set(key, h);
-        }
-        if (m.last === true) this.#blobHandlers.delete(key);
-        return h ?? routes.other;
-      }
-      case "grant":
-      case "introduce":
-      case "presence":
-      case "mirror":
-      case "private":
-      case "err":
-        return routes[message.t] ?? routes.other;
-      default:
-        return routes.other;
-    }
   }
 
   /** The configured grants plus `present`, per remote, without repeats. */
