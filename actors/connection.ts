@@ -35,18 +35,23 @@ import {
   stateName,
 } from "./connection_machine.ts";
 import type { Transport } from "../net/transport.ts";
+import { type RemoteHello, remoteHelloOf } from "./remote_hello.ts";
 import type {
   ConnectionHooks,
   ConnectionWiring,
   PeerConfig,
 } from "./peer_config.ts";
 import type { OutboxEntry } from "../storage/store.ts";
-import type {
-  IncomingLine,
-  ReceiveExtras,
-  ReceiveOutcome,
-} from "../storage/store.ts";
-import { chunkMessage } from "../storage/spool.ts";
+import {
+  OutboxWriter,
+  type OutboxWriterHost,
+  type WireLine,
+} from "./outbox_writer.ts";
+import {
+  ACKED,
+  type CommitterHost,
+  ReceiveCommitter,
+} from "./receive_committer.ts";
 import { encodeLine } from "../wire/frame.ts";
 import { LineReader } from "../wire/line_reader.ts";
 import { type Frame, readFrame } from "../wire/read_frame.ts";
@@ -88,24 +93,7 @@ const MIN_LINE_COST = 1024;
 const WRITE_AHEAD_BYTES = 2 * 1024 * 1024;
 
 export type { ConnectionTimeouts } from "./connection_machine.ts";
-
-/** What the peer said about itself in hello (and presented in auth). */
-export interface RemoteHello {
-  /** The peer's key (`ed25519:...`), verified by its auth. */
-  key: string;
-  /** The name the peer gave in hello. */
-  name?: string;
-  /** Capabilities the peer announced in hello. */
-  caps: string[];
-  /** The peer's self-description from hello. */
-  about?: string;
-  /** The address the peer says it can be reached at (NOTES item 6). */
-  addr?: string;
-  /** The nonce from the peer's hello. */
-  nonce: string;
-  /** Grants presented in auth (unverified: the caller decides). */
-  grants: Grant[];
-}
+export type { RemoteHello };
 
 /** A received line as parsed, with its exact text. */
 export interface ReceivedLine {
@@ -160,30 +148,8 @@ export interface ConnectionOptions extends
   inspect?: (event: unknown) => void;
 }
 
-/** A received content line waiting for its commit; `size` is its length on the wire. */
-type Pending = IncomingLine & { received: ReceivedLine; size: number };
-
-/** How many written entry ids a connection remembers (see #written). */
-const WRITTEN_IDS_KEPT = 4096;
-
-/** Committed lines that are acked. */
-const ACKED: ReadonlySet<string> = new Set([
-  "msg",
-  "state",
-  "mirror",
-  "private",
-]);
-/** Outboxed lines a later line never overtakes (a later ack drops them). */
-const BARRIERS: ReadonlySet<string> = new Set(["grant", "introduce"]);
 /** How long a closing connection waits for queued lines to drain. */
 const DRAIN_MS = 1_000;
-/**
- * Bytes of received content lines whose commit is in flight before reading
- * waits for them: reading and parsing go on while a commit runs (so the next
- * group commit can take all that arrived), but a flood cannot pile up.
- */
-const MAX_UNCOMMITTED_BYTES = 4 * 1024 * 1024;
-
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
 const lossy = new TextDecoder("utf-8", { fatal: false });
@@ -197,8 +163,6 @@ function deferred<T>() {
   });
   return { promise, resolve, reject };
 }
-
-type Obj = Record<string, unknown> & { t: string };
 
 /**
  * One connection to a peer. Construct, then {@link Connection.start}.
@@ -243,42 +207,20 @@ export class Connection {
   #started = false;
   #byeSent = false;
   #theirSeen: Record<string, string> = {};
-  /**
-   * Ids of outbox entries written on this connection (bounded, oldest
-   * forgotten first): an entry both replayed and sent live goes out once.
-   * Exact ids, not "the highest per thread": an entry written after a later
-   * one of its thread must still go out, or the remote's seen would pass it.
-   */
-  #written = new Set<string>();
-  /** Entries handed to the output chain and not written yet, per thread. */
-  #queuedThreads = new Map<string, number>();
-  /** Grants and introductions among them (never overtaken). */
-  #queuedBarriers = 0;
-  /** A replay is listing the outbox (its entries are not counted yet). */
-  #listing = false;
+  /** Outbox entries to the socket, in order, each once. */
+  #outbox: OutboxWriter;
   #lastPing: { id: string; at: number } | undefined;
   #rtt: number | undefined;
   #out: Promise<void> = Promise.resolve();
-  /** Content lines the chart staged, read in this turn and not queued yet. */
-  #staged: Pending[] = [];
+  /** Received content lines on their way to the store, acks after. */
+  #committer: ReceiveCommitter;
   /** Work the chart started that reading waits for (auth verification). */
   #work: Promise<void> | undefined;
-  /** Received content lines not yet handed to the store. */
-  #uncommitted: Pending[] = [];
-  /** The pump handing them over, while it runs. */
-  #pumping: Promise<void> | undefined;
-  /** Handed batches once committed: acks and delivery, in order. */
-  #committed: Promise<void> = Promise.resolve();
-  #uncommittedBytes = 0;
   /** Bytes handed to the transport and not yet written. */
   #unwrittenBytes = 0;
   /** When the transport last finished writing a line. */
   #lastWritten = performance.now();
   #writeWaiters: Array<() => void> = [];
-  /** Reading, waiting for a batch to commit (over the in-flight bound). */
-  #commitWaiters: Array<() => void> = [];
-  /** A commit failed: nothing later is committed or acked. */
-  #storageFailed = false;
   #establishedD = deferred<RemoteHello>();
   #closedD = deferred<string>();
 
@@ -292,7 +234,9 @@ export class Connection {
     // Handled here so an unobserved failed handshake is not an unhandled rejection.
     this.established.catch(() => {});
     // One machine shared by every connection; its actions call this host.
-    const host: ConnectionHost = new Connection.#Host(this);
+    const host = new Connection.#Host(this);
+    this.#committer = new ReceiveCommitter(options.store, host);
+    this.#outbox = new OutboxWriter(host);
     this.actor = createActor(connectionMachine, {
       input: { timeouts: options.timeouts, key: options.signer.key, host },
       inspect: options.inspect,
@@ -303,7 +247,8 @@ export class Connection {
    * What the chart's actions do, on one connection: methods, not a closure
    * per action per connection (10,000 idle connections hold one each).
    */
-  static #Host = class implements ConnectionHost {
+  static #Host = class
+    implements ConnectionHost, CommitterHost, OutboxWriterHost {
     #c: Connection;
     constructor(connection: Connection) {
       this.#c = connection;
@@ -321,7 +266,7 @@ export class Connection {
       this.#c.#theirSeen = (frame.message as Resume).seen;
     }
     stage(frame: Frame) {
-      this.#c.#stage(frame);
+      this.#c.#committer.stage(frame);
     }
     takeAck(frame: Frame) {
       this.#c.#takeAck(frame);
@@ -353,6 +298,43 @@ export class Connection {
     }
     sendHello() {
       this.#c.#sendHello();
+    }
+    remoteKey() {
+      return this.#c.#peer!.key;
+    }
+    beforeCommit(lines: ReceivedLine[]) {
+      const c = this.#c;
+      return c.#o.beforeCommit?.(c.#peer!.key, c, lines);
+    }
+    ack(line: { id: string; th?: string }) {
+      this.#c.#send({
+        t: "ack",
+        id: this.#c.#o.store.nextId(),
+        ts: timestamp(),
+        th: line.th,
+        re: line.id,
+      });
+    }
+    deliver(lines: ReceivedLine[]) {
+      this.#c.#o.onDeliver?.(this.#c, lines);
+    }
+    fail(detail: string) {
+      this.#c.#fail("internal", detail);
+    }
+    writeRoom() {
+      return this.#c.#writeRoom();
+    }
+    stopped() {
+      return this.#c.#done || this.#c.#byeSent;
+    }
+    writeLine(line: WireLine) {
+      this.#c.#send(line);
+    }
+    sent(entry: OutboxEntry) {
+      this.#c.#o.onSent?.(this.#c.#peer!.key, entry);
+    }
+    note(text: string) {
+      this.#c.#o.onLine?.(this.#c.remote?.key, "out", text);
     }
     sendAuth() {
       this.#c.#chain(() => this.#c.#sendAuth());
@@ -427,49 +409,9 @@ export class Connection {
   /** Sends outboxed entries (committed, with ids) now if open; else they go on resume. */
   sendEntries(entries: OutboxEntry[]): void {
     if (!this.#opened || this.#done || this.#byeSent) return;
-    if (this.#mayOvertake(entries)) {
-      // Small lines are not stuck behind a blob's chunks in other threads.
-      for (const entry of entries) this.#writeLine(entry, this.#lineOf(entry));
-      return;
-    }
-    this.#hold(entries);
-    this.#chain(() => this.#writeEntries(entries));
-  }
-
-  /**
-   * True when `entries` (msgs and states) may be written before the lines
-   * queued ahead of them (a blob's chunks): none is in a thread with lines
-   * queued, and no grant or introduction is queued. Order within a thread
-   * is kept (the remote's seen and the cumulative acks count on it), and
-   * grants and introductions are never overtaken (a later ack drops them).
-   */
-  #mayOvertake(entries: OutboxEntry[]): boolean {
-    if (this.#queuedThreads.size === 0 || this.#queuedBarriers > 0) {
-      return false;
-    }
-    if (this.#listing) return false;
-    return entries.every((e) =>
-      (e.t === "msg" || e.t === "state") && e.th !== undefined &&
-      !this.#queuedThreads.has(e.th)
-    );
-  }
-
-  /** Counts entries handed to the output chain. */
-  #hold(entries: OutboxEntry[]): void {
-    for (const e of entries) {
-      if (BARRIERS.has(e.t)) this.#queuedBarriers++;
-      const th = e.th ?? "";
-      this.#queuedThreads.set(th, (this.#queuedThreads.get(th) ?? 0) + 1);
-    }
-  }
-
-  /** Uncounts one entry of the output chain (written or skipped). */
-  #release(e: OutboxEntry): void {
-    if (BARRIERS.has(e.t)) this.#queuedBarriers--;
-    const th = e.th ?? "";
-    const n = (this.#queuedThreads.get(th) ?? 1) - 1;
-    if (n > 0) this.#queuedThreads.set(th, n);
-    else this.#queuedThreads.delete(th);
+    if (this.#outbox.tryWriteNow(entries)) return;
+    this.#outbox.hold(entries);
+    this.#chain(() => this.#outbox.write(entries));
   }
 
   /** Sends a non-outboxed line (err, presence, grant...) if open; `id` and `ts` are filled in when absent. */
@@ -516,7 +458,7 @@ export class Connection {
   // ---- output ----
 
   /** Queues one line; returns the bytes queued (0 when nothing was sent). */
-  #send(message: Obj): number {
+  #send(message: WireLine): number {
     if (this.#done || this.#byeSent || this.#t.closed) return 0;
     let frame: Uint8Array;
     try {
@@ -584,7 +526,7 @@ export class Connection {
   }
 
   #sendHello(): void {
-    const hello: Obj = {
+    const hello: WireLine = {
       t: "hello",
       id: this.#o.store.nextId(),
       ts: timestamp(),
@@ -613,7 +555,7 @@ export class Connection {
     const sig = await this.#o.signer.sign(
       authTranscript(this.#myHello!, this.#peerHello!),
     );
-    const auth: Obj = {
+    const auth: WireLine = {
       t: "auth",
       id: this.#o.store.nextId(),
       ts: timestamp(),
@@ -641,77 +583,20 @@ export class Connection {
     });
   }
 
-  async #replay(): Promise<void> {
-    // While listing, and until the listed entries count as queued, nothing
-    // may overtake them: a later line of their thread written first would
-    // move the remote's seen past them.
-    this.#listing = true;
-    let entries: OutboxEntry[];
-    try {
-      entries = await this.#o.store.replay(
-        this.#peer!.key,
-        this.#theirSeen,
-        (e) => {
-          // Lines at or below their seen are not replayed (SPEC 9.5): they
-          // have them (their ack was lost with a crash); waiters hear it now.
-          if (ACKED.has(e.t)) {
-            this.#o.onAck?.(
-              this.#peer!.key,
-              e.th === undefined ? { re: e.id } : { re: e.id, th: e.th },
-            );
-          }
-        },
-      );
-      this.#hold(entries);
-    } finally {
-      this.#listing = false;
-    }
-    await this.#writeEntries(entries);
-  }
-
-  async #writeEntries(entries: OutboxEntry[]): Promise<void> {
-    for (const entry of entries) {
-      try {
-        await this.#writeRoom();
-        if (this.#done || this.#byeSent) return;
-        if (this.#written.has(entry.id)) continue;
-        let line: Obj;
-        if (entry.chunk) {
-          try {
-            line = await chunkMessage(entry);
-          } catch (error) {
-            // The spooled file is gone: nothing to send; the blob layer decides.
-            this.#o.onLine?.(
-              this.remote?.key,
-              "out",
-              `chunk ${entry.id} not sent: ${errorText(error)}`,
-            );
-            continue;
-          }
-        } else line = this.#lineOf(entry);
-        this.#writeLine(entry, line);
-      } finally {
-        this.#release(entry);
-      }
-    }
-  }
-
-  /** The wire line of an outbox entry without a chunk. */
-  #lineOf(entry: OutboxEntry): Obj {
-    const { t, ...rest } = entry.fields;
-    return { t, id: entry.id, ts: entry.ts, ...rest };
-  }
-
-  /** Writes an entry's line unless already written on this connection. */
-  #writeLine(entry: OutboxEntry, line: Obj): void {
-    if (this.#written.has(entry.id)) return;
-    this.#written.add(entry.id);
-    if (this.#written.size > WRITTEN_IDS_KEPT) {
-      // Forgetting one costs at most a duplicate, which the remote acks.
-      this.#written.delete(this.#written.values().next().value!);
-    }
-    this.#send(line);
-    this.#o.onSent?.(this.#peer!.key, entry);
+  #replay(): Promise<void> {
+    const peer = this.#peer!.key;
+    return this.#outbox.replay(() =>
+      this.#o.store.replay(peer, this.#theirSeen, (e) => {
+        // Lines at or below their seen are not replayed (SPEC 9.5): they
+        // have them (their ack was lost with a crash); waiters hear it now.
+        if (ACKED.has(e.t)) {
+          this.#o.onAck?.(
+            peer,
+            e.th === undefined ? { re: e.id } : { re: e.id, th: e.th },
+          );
+        }
+      })
+    );
   }
 
   #sendPing(): void {
@@ -721,14 +606,18 @@ export class Connection {
   }
 
   #sendBye(reason?: string): void {
-    const bye: Obj = { t: "bye", id: this.#o.store.nextId(), ts: timestamp() };
+    const bye: WireLine = {
+      t: "bye",
+      id: this.#o.store.nextId(),
+      ts: timestamp(),
+    };
     if (reason !== undefined) bye.reason = reason;
     this.#send(bye);
     this.#byeSent = true;
   }
 
   #sendErr(params: SendErrParams): void {
-    const err: Obj = {
+    const err: WireLine = {
       t: "err",
       id: this.#o.store.nextId(),
       ts: timestamp(),
@@ -773,7 +662,7 @@ export class Connection {
       for (const ev of events) {
         if (this.#done || this.actor.getSnapshot().status !== "active") break;
         if (ev.kind === "too_large") {
-          await this.#commit();
+          await this.#committer.commit();
           this.#fail(
             "too_large",
             `line of at least ${ev.size} bytes exceeds 1 MiB`,
@@ -783,7 +672,7 @@ export class Connection {
         const read = readFrame(ev.bytes);
         if (!read.ok) {
           this.#o.onLine?.(this.remote?.key, "in", lossy.decode(ev.bytes));
-          await this.#commit();
+          await this.#committer.commit();
           this.#fail("bad_frame", read.detail);
           break;
         }
@@ -798,7 +687,7 @@ export class Connection {
         // its schema...) waits until the content before it is committed
         // and acked, whatever the chart then decides.
         if (frame.invalid !== undefined || !FLOWING.has(frame.message.t)) {
-          await this.#commit();
+          await this.#committer.commit();
         }
         this.#event({ type: "FRAME", frame });
         // Work the chart started that the next lines depend on (their
@@ -809,138 +698,14 @@ export class Connection {
           await work;
         }
       }
-      void this.#commit();
-      while (
-        this.#uncommittedBytes > MAX_UNCOMMITTED_BYTES && !this.#done &&
-        !this.#storageFailed
-      ) {
-        await new Promise<void>((wake) => this.#commitWaiters.push(wake));
+      void this.#committer.commit();
+      // Reading goes on while commits run, up to a bound.
+      while (!this.#committer.hasRoom && !this.#done) {
+        await this.#committer.waitForCommit();
       }
     } catch (error) {
       this.#fail("internal", `storage failed: ${errorText(error)}`);
     }
-  }
-
-  /**
-   * Queues the staged lines for the group commit and resolves once they and
-   * every earlier line are committed, acked and delivered. One pump hands
-   * the queued lines to `beforeCommit` and `store.receive`, all that queued
-   * up since its last turn at once, without waiting for the commit before:
-   * the store's group commit takes whatever arrived while its last commit
-   * ran, and `beforeCommit` (a chunk's bytes) syncs once per turn. Acks and
-   * delivery follow the commits in order. A failure closes the connection;
-   * later lines are neither committed nor acked.
-   */
-  #commit(): Promise<void> {
-    const batch = this.#staged;
-    if (batch.length > 0) {
-      for (const line of batch) this.#uncommittedBytes += line.size;
-      this.#uncommitted.push(...batch.splice(0));
-      this.#startPump();
-    }
-    return this.#settled();
-  }
-
-  #startPump(): void {
-    this.#pumping ??= this.#pump().finally(() => {
-      this.#pumping = undefined;
-      // Lines queued after the pump's last look.
-      if (this.#uncommitted.length > 0) this.#startPump();
-    });
-  }
-
-  /** Resolves once every queued line is committed, acked and delivered. */
-  async #settled(): Promise<void> {
-    while (this.#pumping) await this.#pumping;
-    await this.#committed;
-  }
-
-  async #pump(): Promise<void> {
-    while (this.#uncommitted.length > 0 && !this.#storageFailed) {
-      const lines = this.#uncommitted.splice(0);
-      // Lines of threads without chunks here go at once; the chunks, and
-      // the lines of their threads (a blob's msg), after beforeCommit made
-      // the chunk bytes durable. Order within a thread is kept.
-      const synced = new Set<string>();
-      for (const l of lines) if (l.t === "chunk") synced.add(l.th ?? "");
-      const early = lines.filter((l) => !synced.has(l.th ?? ""));
-      const late = early.length === lines.length
-        ? []
-        : lines.filter((l) => synced.has(l.th ?? ""));
-      try {
-        if (early.length > 0) this.#handOver(early);
-        if (late.length > 0) {
-          const also = await this.#o.beforeCommit?.(
-            this.#peer!.key,
-            this,
-            late.map((l) => l.received),
-          );
-          if (this.#storageFailed) throw new Error("an earlier commit failed");
-          this.#handOver(late, also ?? undefined);
-        }
-      } catch (error) {
-        this.#storageFailed = true;
-        for (const line of late) this.#uncommittedBytes -= line.size;
-        this.#fail("internal", `storage failed: ${errorText(error)}`);
-        break;
-      }
-    }
-    if (this.#storageFailed) {
-      for (const line of this.#uncommitted.splice(0)) {
-        this.#uncommittedBytes -= line.size;
-      }
-      for (const wake of this.#commitWaiters.splice(0)) wake();
-    }
-  }
-
-  /** Gives `lines` to the store's group commit; acks follow in order. */
-  #handOver(lines: Pending[], also?: ReceiveExtras): void {
-    let bytes = 0;
-    for (const line of lines) bytes += line.size;
-    const outcomes = this.#o.store.receive(
-      this.#peer!.key,
-      lines.map(({ id, t, th, message, raw }) => ({ id, t, th, message, raw })),
-      also,
-    );
-    outcomes.catch(() => {}); // handled in order below
-    this.#committed = this.#committed.then(async () => {
-      const out = await outcomes;
-      if (!this.#storageFailed) this.#ackAndDeliver(lines, out);
-    }).catch((error) => {
-      this.#storageFailed = true;
-      this.#fail("internal", `storage failed: ${errorText(error)}`);
-    }).finally(() => {
-      this.#uncommittedBytes -= bytes;
-      for (const wake of this.#commitWaiters.splice(0)) wake();
-    });
-  }
-
-  /** Acks the committed lines, then delivers the new ones. */
-  #ackAndDeliver(
-    lines: Pending[],
-    outcomes: ReceiveOutcome[],
-  ): void {
-    const fresh: ReceivedLine[] = [];
-    for (let i = 0; i < lines.length; i++) {
-      const line = lines[i];
-      if (ACKED.has(line.t)) {
-        this.#send({
-          t: "ack",
-          id: this.#o.store.nextId(),
-          ts: timestamp(),
-          th: line.th,
-          re: line.id,
-        });
-      }
-      const outcome = outcomes[i];
-      if (outcome?.duplicate) continue;
-      fresh.push(
-        outcome?.seq === undefined
-          ? line.received
-          : { ...line.received, seq: outcome.seq },
-      );
-    }
-    if (fresh.length) this.#o.onDeliver?.(this, fresh);
   }
 
   // ---- what the chart asks for a received line ----
@@ -950,17 +715,7 @@ export class Connection {
     // The transcript covers their hello's exact bytes: the strict UTF-8
     // text encodes back to them.
     this.#peerHello = encoder.encode(frame.raw);
-    this.#peer = {
-      key: m.key,
-      caps: Array.isArray(m.caps)
-        ? m.caps.filter((c): c is string => typeof c === "string")
-        : [],
-      nonce: m.nonce,
-      grants: [],
-      ...(typeof m.name === "string" ? { name: m.name } : {}),
-      ...(typeof m.about === "string" ? { about: m.about } : {}),
-      ...(typeof m.addr === "string" ? { addr: m.addr } : {}),
-    };
+    this.#peer = remoteHelloOf(m);
   }
 
   /** Their auth: signature, schema, admission; then AUTH_OK or FAIL. */
@@ -996,19 +751,6 @@ export class Connection {
     this.#t.authenticated?.(); // out of the listener's pre-auth bounds
     await this.#o.onAuthenticated?.(this);
     this.#event({ type: "AUTH_OK" });
-  }
-
-  #stage(frame: Frame): void {
-    const m = frame.message as Message & { th?: unknown };
-    this.#staged.push({
-      id: m.id,
-      t: m.t,
-      th: typeof m.th === "string" ? m.th : undefined,
-      message: m as unknown as Record<string, unknown>,
-      raw: frame.raw,
-      received: frame,
-      size: frame.size,
-    });
   }
 
   #takeAck(frame: Frame): void {

@@ -15,7 +15,8 @@ import type { ConnectionLimits } from "../net/connection_gate.ts";
 import type { OutboxEntry, ReceiveExtras, Store } from "../storage/store.ts";
 import type { Signer } from "../wire/keys.ts";
 import type { Grant } from "../wire/types.ts";
-import type { Connection, ReceivedLine, RemoteHello } from "./connection.ts";
+import type { Connection, ReceivedLine } from "./connection.ts";
+import type { RemoteHello } from "./remote_hello.ts";
 import type { ConnectionTimeouts } from "./connection_machine.ts";
 import type { DialerTiming } from "./dialer_machine.ts";
 
