@@ -27,8 +27,9 @@
  */
 
 import { type Actor, createActor } from "npm:xstate@^5.33.3";
+import { COMMITTED } from "./frame_routes.ts";
 import {
-  COMMITTED,
+  type AuthVerdict,
   type ConnectionHost,
   connectionMachine,
   type SendErrParams,
@@ -214,8 +215,8 @@ export class Connection {
   #out: Promise<void> = Promise.resolve();
   /** Received content lines on their way to the store, acks after. */
   #committer: ReceiveCommitter;
-  /** Work the chart started that reading waits for (auth verification). */
-  #work: Promise<void> | undefined;
+  /** Reading waits while the chart verifies their auth. */
+  #paused: ReturnType<typeof deferred<void>> | undefined;
   /** Bytes handed to the transport and not yet written. */
   #unwrittenBytes = 0;
   /** When the transport last finished writing a line. */
@@ -257,10 +258,14 @@ export class Connection {
       this.#c.#acceptHello(frame);
     }
     verifyAuth(frame: Frame) {
-      const c = this.#c;
-      c.#work = c.#verifyAuth(frame).catch((error) =>
-        c.#fail("internal", `storage failed: ${errorText(error)}`)
-      );
+      return this.#c.#verifyAuth(frame);
+    }
+    pauseReading() {
+      this.#c.#paused ??= deferred<void>();
+    }
+    resumeReading() {
+      this.#c.#paused?.resolve();
+      this.#c.#paused = undefined;
     }
     noteSeen(frame: Frame) {
       this.#c.#theirSeen = (frame.message as Resume).seen;
@@ -631,6 +636,7 @@ export class Connection {
   async #shutdown(reason: string): Promise<void> {
     if (this.#done) return;
     this.#done = true;
+    this.#paused?.resolve();
     // Let an err or bye just queued reach the peer, but not forever.
     let timer: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([
@@ -690,13 +696,8 @@ export class Connection {
           await this.#committer.commit();
         }
         this.#event({ type: "FRAME", frame });
-        // Work the chart started that the next lines depend on (their
-        // resume may follow their auth at once).
-        const work = this.#work;
-        if (work) {
-          this.#work = undefined;
-          await work;
-        }
+        // The chart may ask for a pause (their auth being verified).
+        if (this.#paused) await this.#paused.promise;
       }
       void this.#committer.commit();
       // Reading goes on while commits run, up to a bound.
@@ -718,39 +719,46 @@ export class Connection {
     this.#peer = remoteHelloOf(m);
   }
 
-  /** Their auth: signature, schema, admission; then AUTH_OK or FAIL. */
-  async #verifyAuth(frame: Frame): Promise<void> {
+  /** Their auth: signature, then schema, then admission (SPEC 7, NOTES 8). */
+  async #verifyAuth(frame: Frame): Promise<AuthVerdict> {
     const m = frame.message as Auth;
-    const id = typeof m.id === "string" ? m.id : undefined;
+    const re = typeof m.id === "string" ? m.id : undefined;
+    const refuse = (code: string, detail: string): AuthVerdict => ({
+      ok: false,
+      code,
+      detail,
+      re,
+    });
     if (typeof m.sig !== "string") {
-      return this.#fail("auth", "auth has no signature", id);
+      return refuse("auth", "auth has no signature");
     }
     let sig: Uint8Array;
     try {
       sig = decodeBase64(m.sig);
     } catch {
-      return this.#fail("auth", "auth signature is not base64url", id);
+      return refuse("auth", "auth signature is not base64url");
     }
     const ok = await verify(
       this.#peer!.key,
       authTranscript(this.#peerHello!, this.#myHello!),
       sig,
     );
-    if (!ok) return this.#fail("auth", "auth signature does not verify", id);
+    if (!ok) return refuse("auth", "auth signature does not verify");
     if (frame.invalid !== undefined) {
-      return this.#fail("bad_frame", `invalid auth: ${frame.invalid}`, id);
+      return refuse("bad_frame", `invalid auth: ${frame.invalid}`);
     }
     if (Array.isArray(m.grants)) this.#peer!.grants = m.grants;
     const refusal = await this.#o.admit?.(this.#peer!, {
       dialed: this.#o.dialed,
     });
-    if (refusal !== undefined) return this.#fail("auth", refusal, id);
-    // The admission may have awaited: the connection may have ended since.
-    if (this.#done) return;
+    if (refusal !== undefined) return refuse("auth", refusal);
+    // The admission may have awaited: the connection may have ended since
+    // (the chart has stopped then, and hears no verdict).
+    if (this.#done) return refuse("auth", "closed");
     this.#authed = true;
     this.#t.authenticated?.(); // out of the listener's pre-auth bounds
     await this.#o.onAuthenticated?.(this);
-    this.#event({ type: "AUTH_OK" });
+    return { ok: true };
   }
 
   #takeAck(frame: Frame): void {

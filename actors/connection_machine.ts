@@ -12,30 +12,41 @@
  *   after `byeTimeout`.
  * - `closed`: final.
  *
- * The machine does no I/O: every side effect is a named action that
- * {@link Connection} (actors/connection.ts) implements with `.provide()`, so
- * the chart can be walked on its own with simulated time.
+ * Every received line arrives as a `FRAME` event (parsed and checked once,
+ * wire/read_frame.ts) and the chart routes it by its guards
+ * (frame_routes.ts): the hello checks, auth, resume, the traffic of an open
+ * session, what is still taken while closing. Verifying their auth is an
+ * invoked `fromPromise` actor (`verifyAuth`); reading pauses meanwhile.
+ *
+ * The machine does no I/O: every side effect is a named action calling the
+ * `host` of its input (actors/connection.ts), one machine shared by every
+ * connection, so the chart can be walked on its own with simulated time.
  *
  * @module
  */
 
-import { assign, raise, setup } from "npm:xstate@^5.33.3";
+import { assign, fromPromise, raise, setup } from "npm:xstate@^5.33.3";
 import type {
+  ActorRefFromLogic,
   EventObject,
   MetaObject,
   NonReducibleUnknown,
+  PromiseActorLogic,
   StateMachine,
   StateSchema,
 } from "npm:xstate@^5.33.3";
-import { isKey } from "../wire/keys.ts";
+import { errorText } from "../wire/error_text.ts";
 import type { Frame } from "../wire/read_frame.ts";
+import { CLOSING_ERROR_CODES, PROTOCOL_VERSION } from "../wire/types.ts";
 import {
-  CLOSING_ERROR_CODES,
-  CONTENT_TYPES,
-  MESSAGE_TYPES,
-  PRE_AUTH_FORBIDDEN,
-  PROTOCOL_VERSION,
-} from "../wire/types.ts";
+  field,
+  frameGuards,
+  frameIs,
+  frameOf,
+  refuse,
+  SCHEMA,
+  TRAFFIC,
+} from "./frame_routes.ts";
 
 /** The connection's timeouts, in milliseconds. */
 export interface ConnectionTimeouts {
@@ -64,21 +75,6 @@ export const DEFAULT_TIMEOUTS: Readonly<ConnectionTimeouts> = Object.freeze({
   bye: 5_000,
   pingInterval: 30_000,
 });
-
-/** Lines committed with store.receive (dedup, seen): content and private. */
-export const COMMITTED: ReadonlySet<string> = new Set([
-  ...CONTENT_TYPES,
-  "private",
-]);
-/** Extension types: a schema failure drops the line instead of closing. */
-const EXTENSIONS: ReadonlySet<string> = new Set([
-  "presence",
-  "mirror",
-  "private",
-]);
-/** Known types other than err that the host hands on as they are. */
-const CONTROL: ReadonlySet<string> = new Set(["grant", "presence"]);
-const KNOWN: ReadonlySet<string> = new Set<string>(MESSAGE_TYPES);
 
 /** What the connection tells its statechart. */
 export type ConnectionEvent =
@@ -114,10 +110,17 @@ export interface ConnectionHost {
   /** Their hello passed every check: remember it (before `sendAuth`). */
   acceptHello(frame: Frame): void;
   /**
-   * Verify their auth and admit them; ends with `AUTH_OK` or `FAIL`. Until
-   * then the host reads no further line (their resume may follow at once).
+   * Verify their auth (signature, then schema) and admit them; resolves
+   * with the verdict. Run by the chart's `verifyAuth` actor.
    */
-  verifyAuth(frame: Frame): void;
+  verifyAuth(frame: Frame): Promise<AuthVerdict>;
+  /**
+   * Stop handing lines to the chart until {@link resumeReading}: their
+   * resume may follow their auth at once, and must wait for the verdict.
+   */
+  pauseReading(): void;
+  /** Hand lines to the chart again. */
+  resumeReading(): void;
   /** Their resume: what they have seen (before `replay`). */
   noteSeen(frame: Frame): void;
   /** A content line for the group commit (acked once durable). */
@@ -169,6 +172,24 @@ export interface ConnectionInput {
   host?: ConnectionHost;
 }
 
+/** The outcome of verifying their auth: admitted, or refused with an err. */
+export type AuthVerdict = { ok: true } | ({ ok: false } & SendErrParams);
+
+/** Input of the `verifyAuth` actor. */
+export interface VerifyAuthInput {
+  /** The connection that verifies; none: never settles (tests of the chart). */
+  host?: ConnectionHost;
+  /** Their auth line. */
+  frame: Frame;
+}
+
+/** The actor the chart invokes while it verifies their auth. */
+export type VerifyAuthActor = {
+  src: "verifyAuth";
+  logic: PromiseActorLogic<AuthVerdict, VerifyAuthInput>;
+  id: string | undefined;
+};
+
 /** Parameters of the `sendErr` action. */
 export interface SendErrParams {
   /** The error code to send. */
@@ -182,7 +203,8 @@ export interface SendErrParams {
 /** The named actions of {@link connectionMachine}, with their parameters. */
 export type ConnectionAction =
   | { type: "acceptHello"; params: unknown }
-  | { type: "verifyAuth"; params: unknown }
+  | { type: "pauseReading"; params: unknown }
+  | { type: "resumeReading"; params: unknown }
   | { type: "noteSeen"; params: unknown }
   | { type: "stage"; params: unknown }
   | { type: "takeAck"; params: unknown }
@@ -220,6 +242,7 @@ export type ConnectionGuard =
   | { type: "invalidOther"; params: unknown }
   | { type: "committed"; params: unknown }
   | { type: "controlLine"; params: unknown }
+  | { type: "admitted"; params: unknown }
   | { type: "pingEnabled"; params: unknown }
   | { type: "twoMissed"; params: unknown }
   | { type: "closingCode"; params: unknown }
@@ -234,7 +257,7 @@ export type ConnectionDelay =
 
 /** Every snapshot value {@link connectionMachine} can be in. */
 export type ConnectionStateValue =
-  | { handshake: "hello" | "auth" }
+  | { handshake: "hello" | { auth: "waiting" | "verifying" } }
   | "resume"
   | {
     open: {
@@ -252,8 +275,12 @@ export type ConnectionStateValue =
 export type ConnectionMachine = StateMachine<
   ConnectionContext,
   ConnectionEvent,
-  Record<string, never>,
-  never,
+  Record<
+    string,
+    | ActorRefFromLogic<PromiseActorLogic<AuthVerdict, VerifyAuthInput>>
+    | undefined
+  >,
+  VerifyAuthActor,
   ConnectionAction,
   ConnectionGuard,
   ConnectionDelay,
@@ -281,91 +308,23 @@ export type ConnectionMachine = StateMachine<
  * actor.stop();
  * ```
  */
-/** The frame of a `FRAME` event (frame actions run only on those). */
-function frameOf(event: ConnectionEvent): Frame {
-  return (event as { frame: Frame }).frame;
-}
-
-/** The type of the line of a `FRAME` event, else undefined. */
-function tOf(event: ConnectionEvent): string | undefined {
-  return event.type === "FRAME" ? event.frame.message.t : undefined;
-}
-
-/** A field of the frame's line, as received. */
-function field(frame: Frame, name: string): unknown {
-  return (frame.message as unknown as Record<string, unknown>)[name];
-}
-
-function idOf(frame: Frame): string | undefined {
-  const id = field(frame, "id");
-  return typeof id === "string" ? id : undefined;
-}
-
-/** Refuse the frame: err `code` (unless closing) and close. */
-function refuse(code: string, detail: (frame: Frame) => string) {
-  return {
-    type: "failFrame" as const,
-    params: ({ event }: { event: ConnectionEvent }): SendErrParams => {
-      const frame = frameOf(event);
-      return { code, detail: detail(frame), re: idOf(frame) };
-    },
-  };
-}
-
-/** A guard: the frame's line is of type `t`. */
-function frameIs(t: string) {
-  return { type: "frameIs" as const, params: { t } };
-}
-
-/**
- * How a received line is routed while the session is up (resume and open):
- * a core line that fails its schema closes with bad_frame; an extension or
- * unknown one is dropped (NOTES: presence); hello and auth again, and
- * unknown types, are ignored (SPEC 5).
- */
-const TRAFFIC = [
-  {
-    guard: "committed",
-    actions: "stage",
-  },
-  { guard: frameIs("ack"), actions: "takeAck" },
-  { guard: frameIs("ping"), actions: "answerPing" },
-  { guard: frameIs("pong"), actions: "notePong" },
-  {
-    guard: frameIs("bye"),
-    actions: [
-      "noteBye",
-      { type: "raisePeerBye", params: { withReason: true } },
-    ],
-  },
-  { guard: frameIs("err"), actions: ["control", "raisePeerErr"] },
-  { guard: "controlLine", actions: "control" },
-] as const;
-
-/** Checked first in resume and open: lines that fail their schema. */
-const SCHEMA = [
-  {
-    guard: "invalidCore",
-    actions: refuse(
-      "bad_frame",
-      (f) => `invalid ${f.message.t}: ${f.invalid}`,
-    ),
-  },
-  // An extension or unknown type that fails its schema: dropped.
-  { guard: "invalidOther" },
-] as const;
-
 export const connectionMachine: ConnectionMachine = setup({
   types: {
     context: {} as ConnectionContext,
     events: {} as ConnectionEvent,
     input: {} as ConnectionInput,
   },
+  actors: {
+    /** Verifies their auth; the host does the crypto and the admission. */
+    verifyAuth: fromPromise<AuthVerdict, VerifyAuthInput>(({ input }) =>
+      input.host?.verifyAuth(input.frame) ?? new Promise<AuthVerdict>(() => {})
+    ),
+  },
   actions: {
     acceptHello: ({ context, event }) =>
       context.host?.acceptHello(frameOf(event)),
-    verifyAuth: ({ context, event }) =>
-      context.host?.verifyAuth(frameOf(event)),
+    pauseReading: ({ context }) => context.host?.pauseReading(),
+    resumeReading: ({ context }) => context.host?.resumeReading(),
     noteSeen: ({ context, event }) => context.host?.noteSeen(frameOf(event)),
     stage: ({ context, event }) => context.host?.stage(frameOf(event)),
     takeAck: ({ context, event }) => context.host?.takeAck(frameOf(event)),
@@ -433,35 +392,9 @@ export const connectionMachine: ConnectionMachine = setup({
     }),
   },
   guards: {
-    frameIs: ({ event }, params: { t: string }) => tOf(event) === params.t,
-    helloVersionBad: ({ event }) => {
-      if (tOf(event) !== "hello") return false;
-      const v = field(frameOf(event), "v");
-      return v !== PROTOCOL_VERSION && v !== undefined;
-    },
-    helloKeyBad: ({ event }) => {
-      if (tOf(event) !== "hello") return false;
-      const key = field(frameOf(event), "key");
-      return typeof key === "string" && !isKey(key);
-    },
-    helloInvalid: ({ event }) =>
-      tOf(event) === "hello" && frameOf(event).invalid !== undefined,
-    helloOwnKey: ({ context, event }) =>
-      tOf(event) === "hello" && context.key !== undefined &&
-      field(frameOf(event), "key") === context.key,
-    forbiddenBeforeAuth: ({ event }) => {
-      const t = tOf(event);
-      return t === "auth" || PRE_AUTH_FORBIDDEN.has(t ?? "");
-    },
-    invalidCore: ({ event }) => {
-      const t = tOf(event);
-      return t !== undefined && frameOf(event).invalid !== undefined &&
-        KNOWN.has(t) && !EXTENSIONS.has(t);
-    },
-    invalidOther: ({ event }) =>
-      event.type === "FRAME" && event.frame.invalid !== undefined,
-    committed: ({ event }) => COMMITTED.has(tOf(event) ?? ""),
-    controlLine: ({ event }) => CONTROL.has(tOf(event) ?? ""),
+    ...frameGuards,
+    admitted: ({ event }) =>
+      (event as { output?: AuthVerdict }).output?.ok === true,
     pingEnabled: ({ context }) => context.timeouts.pingInterval > 0,
     twoMissed: ({ context }) => context.missed >= 2,
     closingCode: ({ event }) =>
@@ -637,10 +570,54 @@ export const connectionMachine: ConnectionMachine = setup({
           },
         },
         auth: {
+          initial: "waiting",
           on: {
             AUTH_OK: { target: "#connection.resume", actions: "sendResume" },
-            // Verified by the host, which answers AUTH_OK or FAIL.
-            FRAME: { guard: frameIs("auth"), actions: "verifyAuth" },
+          },
+          states: {
+            waiting: {
+              on: { FRAME: { guard: frameIs("auth"), target: "verifying" } },
+            },
+            // No line is read meanwhile (their resume may follow at once).
+            verifying: {
+              entry: "pauseReading",
+              exit: "resumeReading",
+              invoke: {
+                id: "verifyAuth",
+                src: "verifyAuth",
+                input: ({ context, event }) => ({
+                  ...(context.host ? { host: context.host } : {}),
+                  frame: frameOf(event),
+                }),
+                onDone: [
+                  {
+                    guard: "admitted",
+                    target: "#connection.resume",
+                    actions: "sendResume",
+                  },
+                  {
+                    actions: {
+                      type: "failFrame",
+                      params: ({ event }) => {
+                        const { ok: _, ...refusal } = event.output as
+                          & { ok: false }
+                          & SendErrParams;
+                        return refusal;
+                      },
+                    },
+                  },
+                ],
+                onError: {
+                  actions: {
+                    type: "failFrame",
+                    params: ({ event }) => ({
+                      code: "internal",
+                      detail: `storage failed: ${errorText(event.error)}`,
+                    }),
+                  },
+                },
+              },
+            },
           },
         },
       },
@@ -782,7 +759,8 @@ export function stateName(value: unknown): string {
   if (typeof value === "string") return value;
   if (value !== null && typeof value === "object") {
     if ("handshake" in value) {
-      return String((value as { handshake: unknown }).handshake);
+      const step = (value as { handshake: unknown }).handshake;
+      return typeof step === "string" ? step : "auth";
     }
     if ("open" in value) return "open";
     const [first] = Object.keys(value);

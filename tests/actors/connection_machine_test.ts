@@ -86,6 +86,16 @@ const FRAMES: ConnectionEvent[] = [
   frame({ t: "err", code: "unsupported" }),
 ];
 
+/** The verdicts of the auth verification the chart invokes. */
+const VERDICTS = [
+  { type: "xstate.done.actor.verifyAuth", output: { ok: true } },
+  {
+    type: "xstate.done.actor.verifyAuth",
+    output: { ok: false, code: "auth", detail: "refused", re: "01" },
+  },
+  { type: "xstate.error.actor.verifyAuth", error: new Error("admit threw") },
+] as unknown as ConnectionEvent[];
+
 const EVENTS: ConnectionEvent[] = [
   { type: "HELLO_OK" },
   { type: "AUTH_OK" },
@@ -103,6 +113,7 @@ const EVENTS: ConnectionEvent[] = [
   { type: "CLOSE", reason: "replaced" },
   ...AFTER_EVENTS,
   ...FRAMES,
+  ...VERDICTS,
 ];
 
 const SENDS = new Set([
@@ -264,9 +275,18 @@ for (const pingInterval of [TIMEOUTS.pingInterval, 0]) {
       filterEvents: (
         snap: { matches: (v: never) => boolean },
         e: ConnectionEvent,
-      ) =>
-        !e.type.startsWith("xstate.after.") ||
-        snap.matches(afterStateValue(e.type) as never),
+      ) => {
+        if (e.type.startsWith("xstate.after.")) {
+          return snap.matches(afterStateValue(e.type) as never);
+        }
+        // A verdict only exists while the verification runs.
+        if (e.type.includes(".actor.verifyAuth")) {
+          return snap.matches(
+            { handshake: { auth: "verifying" } } as never,
+          );
+        }
+        return true;
+      },
     };
     const adjacency = getAdjacencyMap(connectionMachine, options);
     const paths = getShortestPaths(connectionMachine, options);
