@@ -28,6 +28,7 @@
 
 import { type Actor, createActor } from "npm:xstate@^5.33.3";
 import { COMMITTED } from "./frame_routes.ts";
+import { SerialQueue } from "./serial_queue.ts";
 import {
   type AuthVerdict,
   type ConnectionHost,
@@ -212,7 +213,8 @@ export class Connection {
   #outbox: OutboxWriter;
   #lastPing: { id: string; at: number } | undefined;
   #rtt: number | undefined;
-  #out: Promise<void> = Promise.resolve();
+  /** Ordered asynchronous output: auth, resume, replay, entries. */
+  #out = new SerialQueue();
   /** Received content lines on their way to the store, acks after. */
   #committer: ReceiveCommitter;
   /** Reading waits while the chart verifies their auth. */
@@ -455,7 +457,7 @@ export class Connection {
 
   /** Runs ordered asynchronous output (auth, resume, replay, entries). */
   #chain(task: () => Promise<void> | void): void {
-    this.#out = this.#out.then(task).catch((error) => {
+    this.#out.push(task).catch((error) => {
       this.#fail("internal", errorText(error));
     });
   }

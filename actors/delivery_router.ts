@@ -9,6 +9,7 @@
 
 import type { Connection } from "./connection.ts";
 import type { Message } from "../wire/types.ts";
+import { SerialQueue } from "./serial_queue.ts";
 
 /** One delivered line and where it came from. */
 export interface Delivery {
@@ -73,6 +74,8 @@ export class DeliveryRouter {
   #onError: (peer: string, t: string, error: unknown) => void;
   #threadHandlers = new Map<string, DeliveryHandler>();
   #blobHandlers = new Map<string, DeliveryHandler>();
+  /** Each connection's deliveries, in order (gone with the connection). */
+  #queues = new WeakMap<Connection, SerialQueue>();
 
   /** `onError` hears of a handler (or a registry) that threw. */
   constructor(
@@ -113,18 +116,17 @@ export class DeliveryRouter {
       connection: conn,
       ...(seq !== undefined ? { seq } : {}),
     };
-    const chain = this.#chains.get(conn) ?? Promise.resolve();
+    let queue = this.#queues.get(conn);
+    if (!queue) this.#queues.set(conn, queue = new SerialQueue());
     // In order per connection, even when handlers are async.
-    const next = chain.then(() => handler(delivery)).catch((error) =>
-      this.#onError(peer, message.t, error)
-    );
-    this.#chains.set(conn, next);
-    void next.finally(() => {
-      if (this.#chains.get(conn) === next) this.#chains.delete(conn);
+    void queue.push(async () => {
+      try {
+        await handler(delivery);
+      } catch (error) {
+        this.#onError(peer, message.t, error);
+      }
     });
   }
-
-  #chains = new Map<Connection, Promise<void>>();
 
   #handlerFor(
     routes: Routes,

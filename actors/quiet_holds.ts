@@ -7,6 +7,7 @@
  */
 
 import type { Store } from "../storage/store.ts";
+import { SerialQueue } from "./serial_queue.ts";
 
 /** The store meta that holds `peer` from redialing. */
 function quietMeta(peer: string): string {
@@ -30,7 +31,7 @@ function quietMeta(peer: string): string {
 export class QuietHolds {
   #store: Store;
   #held = new Set<string>();
-  #writes: Promise<void> = Promise.resolve();
+  #writes = new SerialQueue();
 
   /** Holds kept in `store`'s meta. */
   constructor(store: Store) {
@@ -52,7 +53,7 @@ export class QuietHolds {
 
   /** Starts holding `peer`; resolves once persisted. */
   hold(peer: string): Promise<void> {
-    if (this.#held.has(peer)) return this.#writes;
+    if (this.#held.has(peer)) return this.#writes.idle();
     this.#held.add(peer);
     return this.#persist(peer);
   }
@@ -65,7 +66,7 @@ export class QuietHolds {
 
   /** Resolves once every write asked for so far is done. */
   settled(): Promise<void> {
-    return this.#writes;
+    return this.#writes.idle();
   }
 
   #persist(peer: string): Promise<void> {
@@ -75,7 +76,6 @@ export class QuietHolds {
         this.#held.has(peer) ? true : undefined,
       );
     // Bookkeeping only: a failed write (store closing) keeps the memory hold.
-    this.#writes = this.#writes.then(write).catch(() => {});
-    return this.#writes;
+    return this.#writes.push(write).catch(() => {});
   }
 }
