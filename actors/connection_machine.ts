@@ -41,7 +41,6 @@ import { CLOSING_ERROR_CODES, PROTOCOL_VERSION } from "../wire/types.ts";
 import {
   field,
   frameGuards,
-  frameIs,
   frameOf,
   refuse,
   SCHEMA,
@@ -232,7 +231,14 @@ export type ConnectionAction =
 
 /** The named guards of {@link connectionMachine}. */
 export type ConnectionGuard =
-  | { type: "frameIs"; params: { t: string } }
+  | { type: "isHello"; params: unknown }
+  | { type: "isAuth"; params: unknown }
+  | { type: "isResume"; params: unknown }
+  | { type: "isAck"; params: unknown }
+  | { type: "isPing"; params: unknown }
+  | { type: "isPong"; params: unknown }
+  | { type: "isBye"; params: unknown }
+  | { type: "isErr"; params: unknown }
   | { type: "helloVersionBad"; params: unknown }
   | { type: "helloKeyBad"; params: unknown }
   | { type: "helloInvalid"; params: unknown }
@@ -492,13 +498,13 @@ export const connectionMachine: ConnectionMachine = setup({
         // hello is a bad frame, session lines before auth are refused;
         // ping, pong, extensions and unknown types are ignored.
         FRAME: [
-          { guard: frameIs("err"), actions: "raisePeerErr" },
+          { guard: "isErr", actions: "raisePeerErr" },
           {
-            guard: frameIs("bye"),
+            guard: "isBye",
             actions: { type: "raisePeerBye", params: { withReason: false } },
           },
           {
-            guard: frameIs("hello"),
+            guard: "isHello",
             actions: refuse("bad_frame", () => "a second hello"),
           },
           {
@@ -562,7 +568,7 @@ export const connectionMachine: ConnectionMachine = setup({
                 actions: refuse("auth", () => "hello carries our own key"),
               },
               {
-                guard: frameIs("hello"),
+                guard: "isHello",
                 target: "auth",
                 actions: ["acceptHello", "sendAuth"],
               },
@@ -576,7 +582,7 @@ export const connectionMachine: ConnectionMachine = setup({
           },
           states: {
             waiting: {
-              on: { FRAME: { guard: frameIs("auth"), target: "verifying" } },
+              on: { FRAME: { guard: "isAuth", target: "verifying" } },
             },
             // No line is read meanwhile (their resume may follow at once).
             verifying: {
@@ -637,7 +643,7 @@ export const connectionMachine: ConnectionMachine = setup({
         FRAME: [
           ...SCHEMA,
           {
-            guard: frameIs("resume"),
+            guard: "isResume",
             target: "open",
             actions: ["noteSeen", "replay"],
           },
@@ -718,13 +724,13 @@ export const connectionMachine: ConnectionMachine = setup({
         // unacked, it is replayed on the next connection.
         FRAME: [
           {
-            guard: frameIs("bye"),
+            guard: "isBye",
             actions: [
               "noteBye",
               { type: "raisePeerBye", params: { withReason: false } },
             ],
           },
-          { guard: frameIs("err"), actions: "raisePeerErr" },
+          { guard: "isErr", actions: "raisePeerErr" },
         ],
         // After bye we send nothing else: no err either.
         FAIL: {

@@ -73,11 +73,6 @@ export function refuse(code: string, detail: (frame: Frame) => string) {
   };
 }
 
-/** A guard: the frame's line is of type `t`. */
-export function frameIs(t: string) {
-  return { type: "frameIs" as const, params: { t } };
-}
-
 /**
  * How a received line is routed while the session is up (resume and open):
  * a core line that fails its schema closes with bad_frame; an extension or
@@ -89,17 +84,17 @@ export const TRAFFIC = [
     guard: "committed",
     actions: "stage",
   },
-  { guard: frameIs("ack"), actions: "takeAck" },
-  { guard: frameIs("ping"), actions: "answerPing" },
-  { guard: frameIs("pong"), actions: "notePong" },
+  { guard: "isAck", actions: "takeAck" },
+  { guard: "isPing", actions: "answerPing" },
+  { guard: "isPong", actions: "notePong" },
   {
-    guard: frameIs("bye"),
+    guard: "isBye",
     actions: [
       "noteBye",
       { type: "raisePeerBye", params: { withReason: true } },
     ],
   },
-  { guard: frameIs("err"), actions: ["control", "raisePeerErr"] },
+  { guard: "isErr", actions: ["control", "raisePeerErr"] },
   { guard: "controlLine", actions: "control" },
 ] as const;
 
@@ -126,8 +121,14 @@ export const SCHEMA = [
  * ```
  */
 export const frameGuards = {
-  frameIs: ({ event }: GuardArgs, params: { t: string }) =>
-    tOf(event) === params.t,
+  isHello: ({ event }: GuardArgs) => tOf(event) === "hello",
+  isAuth: ({ event }: GuardArgs) => tOf(event) === "auth",
+  isResume: ({ event }: GuardArgs) => tOf(event) === "resume",
+  isAck: ({ event }: GuardArgs) => tOf(event) === "ack",
+  isPing: ({ event }: GuardArgs) => tOf(event) === "ping",
+  isPong: ({ event }: GuardArgs) => tOf(event) === "pong",
+  isBye: ({ event }: GuardArgs) => tOf(event) === "bye",
+  isErr: ({ event }: GuardArgs) => tOf(event) === "err",
   helloVersionBad: ({ event }: GuardArgs) => {
     if (tOf(event) !== "hello") return false;
     const v = field(frameOf(event), "v");
