@@ -68,7 +68,6 @@ import type {
   Bye,
   Grant,
   Hello,
-  Message,
   Pong,
   Resume,
 } from "../wire/types.ts";
@@ -97,18 +96,11 @@ const WRITE_AHEAD_BYTES = 2 * 1024 * 1024;
 export type { ConnectionTimeouts } from "./connection_machine.ts";
 export type { RemoteHello };
 
-/** A received line as parsed, with its exact text. */
-export interface ReceivedLine {
-  /** The parsed, schema-valid message. */
-  message: Message;
-  /** The line exactly as received, without its newline. */
-  raw: string;
-  /**
-   * For a chunk: its data, decoded (and so checked) once on arrival; the
-   * text is dropped then (`message.data` is empty, `raw` is the line
-   * without it), so a batch in flight holds each chunk once.
-   */
-  bytes?: Uint8Array;
+/**
+ * A received line as the edge read it ({@link Frame}: parsed, checked,
+ * with its exact text), handed on to the layers above.
+ */
+export interface ReceivedLine extends Frame {
   /**
    * Its traffic-log position, as `store.receive` reported it: set on the
    * fresh committed lines handed to `onDeliver` (when the store reports one).
