@@ -16,7 +16,8 @@ import { validateMessage } from "./validate.ts";
 export interface Frame {
   /**
    * The parsed line. Typed as the protocol's messages; it is schema-valid
-   * only when {@link Frame.invalid} is absent (an unknown type never is).
+   * only when {@link Frame.invalid} is absent (an unknown type is checked
+   * as an envelope only, and is the chart's to ignore).
    */
   message: Message;
   /**
