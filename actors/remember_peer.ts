@@ -45,26 +45,9 @@ export async function rememberPeer(
   },
 ): Promise<void> {
   const { dialed, dialedAddr, dialerAddrs } = how;
-  const merged = (known: PeerRecord | undefined, now: number): PeerRecord => {
-    const addresses = [...(known?.addresses ?? [])];
-    for (const a of [dialedAddr, ...dialerAddrs, remote.addr].reverse()) {
-      if (!a) continue;
-      const i = addresses.indexOf(a);
-      if (i >= 0) addresses.splice(i, 1);
-      addresses.unshift(a);
-    }
-    return {
-      ...known,
-      key: remote.key,
-      name: remote.name ?? known?.name,
-      about: remote.about ?? known?.about,
-      caps: remote.caps,
-      addresses,
-      dialed: (known?.dialed ?? false) || dialed,
-      firstSeen: known?.firstSeen ?? now,
-      lastSeen: now,
-    };
-  };
+  const first = [dialedAddr, ...dialerAddrs, remote.addr];
+  const merged = (known: PeerRecord | undefined, now: number) =>
+    mergedPeerRecord(known, remote, { first, dialed, now });
   try {
     const known = await store.peer(remote.key);
     const now = Date.now();
@@ -78,4 +61,47 @@ export async function rememberPeer(
     // Read and written in one step (Peer.connect records the same peer).
     await store.updatePeer(remote.key, (k) => merged(k, Date.now()));
   } catch { /* bookkeeping only */ }
+}
+
+/**
+ * `known` (if any) updated with what `remote` said: its name, about and
+ * caps; the addresses in `first` (in that order, unset ones skipped) ahead
+ * of the ones known; `dialed` once we ever dialed it.
+ *
+ * @example
+ * ```ts
+ * import { mergedPeerRecord } from "./remember_peer.ts";
+ * const remote = { key: "ed25519:a", caps: [], nonce: "n", grants: [] };
+ * const known = { key: "ed25519:a", caps: [], addresses: ["tcp:b:1"], dialed: false, firstSeen: 1, lastSeen: 1 };
+ * const record = mergedPeerRecord(known, remote, { first: ["tcp:a:1"], dialed: true, now: 2 });
+ * console.log(record.addresses); // ["tcp:a:1", "tcp:b:1"]
+ * ```
+ */
+export function mergedPeerRecord(
+  known: PeerRecord | undefined,
+  remote: RemoteHello,
+  how: {
+    first: ReadonlyArray<string | undefined>;
+    dialed: boolean;
+    now: number;
+  },
+): PeerRecord {
+  const addresses = [...(known?.addresses ?? [])];
+  for (const a of [...how.first].reverse()) {
+    if (!a) continue;
+    const i = addresses.indexOf(a);
+    if (i >= 0) addresses.splice(i, 1);
+    addresses.unshift(a);
+  }
+  return {
+    ...known,
+    key: remote.key,
+    name: remote.name ?? known?.name,
+    about: remote.about ?? known?.about,
+    caps: remote.caps,
+    addresses,
+    dialed: (known?.dialed ?? false) || how.dialed,
+    firstSeen: known?.firstSeen ?? how.now,
+    lastSeen: how.now,
+  };
 }
