@@ -27,7 +27,7 @@
  */
 
 import { type Actor, createActor } from "npm:xstate@^5.33.3";
-import { COMMITTED } from "./frame_routes.ts";
+import { COMMITTED, type SessionRoute } from "./frame_routes.ts";
 import { SerialQueue } from "./serial_queue.ts";
 import {
   type AuthVerdict,
@@ -209,6 +209,10 @@ export class Connection {
   #out = new SerialQueue();
   /** Received content lines on their way to the store, acks after. */
   #committer: ReceiveCommitter;
+  /** What the chart's actions call on this connection. */
+  #host: ConnectionHost;
+  /** While the session is up: lines the host routes itself (the chart's table). */
+  #sessionRoutes: ReadonlyMap<string, SessionRoute> | undefined;
   /** Reading waits while the chart verifies their auth. */
   #paused: ReturnType<typeof deferred<void>> | undefined;
   /** Bytes handed to the transport and not yet written. */
@@ -229,7 +233,7 @@ export class Connection {
     // Handled here so an unobserved failed handshake is not an unhandled rejection.
     this.established.catch(() => {});
     // One machine shared by every connection; its actions call this host.
-    const host = new Connection.#Host(this);
+    const host = this.#host = new Connection.#Host(this);
     this.#committer = new ReceiveCommitter(options.store, host);
     this.#outbox = new OutboxWriter(host);
     this.actor = createActor(connectionMachine, {
@@ -253,6 +257,9 @@ export class Connection {
     }
     verifyAuth(frame: Frame) {
       return this.#c.#verifyAuth(frame);
+    }
+    sessionRoutes(routes: ReadonlyMap<string, SessionRoute> | undefined) {
+      this.#c.#sessionRoutes = routes;
     }
     pauseReading() {
       this.#c.#paused ??= deferred<void>();
@@ -683,6 +690,15 @@ export class Connection {
           frame.raw,
           frame.message as unknown as Record<string, unknown>,
         );
+        // The session's routine lines take the route the chart installed
+        // for this state (its table, SESSION_ROUTES) without a chart step.
+        const route = frame.invalid === undefined
+          ? this.#sessionRoutes?.get(frame.message.t)
+          : undefined;
+        if (route) {
+          this.#host[route](frame);
+          continue;
+        }
         // A line that may end the session (resume, bye, err, one failing
         // its schema...) waits until the content before it is committed
         // and acked, whatever the chart then decides.

@@ -44,6 +44,8 @@ import {
   frameOf,
   refuse,
   SCHEMA,
+  SESSION_ROUTES,
+  type SessionRoute,
   TRAFFIC,
 } from "./frame_routes.ts";
 
@@ -120,6 +122,12 @@ export interface ConnectionHost {
   pauseReading(): void;
   /** Hand lines to the chart again. */
   resumeReading(): void;
+  /**
+   * While the session is up: the routes the host applies itself to
+   * schema-valid lines (see `SESSION_ROUTES`); undefined: every line is a
+   * `FRAME` event.
+   */
+  sessionRoutes(routes: ReadonlyMap<string, SessionRoute> | undefined): void;
   /** Their resume: what they have seen (before `replay`). */
   noteSeen(frame: Frame): void;
   /** A content line for the group commit (acked once durable). */
@@ -203,6 +211,8 @@ export interface SendErrParams {
 export type ConnectionAction =
   | { type: "acceptHello"; params: unknown }
   | { type: "pauseReading"; params: unknown }
+  | { type: "takeSessionRoutes"; params: unknown }
+  | { type: "dropSessionRoutes"; params: unknown }
   | { type: "resumeReading"; params: unknown }
   | { type: "noteSeen"; params: unknown }
   | { type: "stage"; params: unknown }
@@ -330,6 +340,9 @@ export const connectionMachine: ConnectionMachine = setup({
     acceptHello: ({ context, event }) =>
       context.host?.acceptHello(frameOf(event)),
     pauseReading: ({ context }) => context.host?.pauseReading(),
+    takeSessionRoutes: ({ context }) =>
+      context.host?.sessionRoutes(SESSION_ROUTES),
+    dropSessionRoutes: ({ context }) => context.host?.sessionRoutes(undefined),
     resumeReading: ({ context }) => context.host?.resumeReading(),
     noteSeen: ({ context, event }) => context.host?.noteSeen(frameOf(event)),
     stage: ({ context, event }) => context.host?.stage(frameOf(event)),
@@ -629,6 +642,8 @@ export const connectionMachine: ConnectionMachine = setup({
       },
     },
     resume: {
+      entry: "takeSessionRoutes",
+      exit: "dropSessionRoutes",
       after: {
         resumeTimeout: {
           target: "closed",
@@ -655,7 +670,8 @@ export const connectionMachine: ConnectionMachine = setup({
     },
     open: {
       type: "parallel",
-      entry: "opened",
+      entry: ["opened", "takeSessionRoutes"],
+      exit: "dropSessionRoutes",
       on: {
         FRAME: [...SCHEMA, ...TRAFFIC],
         BYE: "closing",

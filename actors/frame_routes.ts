@@ -98,6 +98,33 @@ export const TRAFFIC = [
   { guard: "controlLine", actions: "control" },
 ] as const;
 
+/** A host action that a session route ends in, and nothing else. */
+export type SessionRoute =
+  | "stage"
+  | "takeAck"
+  | "answerPing"
+  | "notePong"
+  | "control";
+
+/**
+ * The routes of {@link TRAFFIC} that end in one host action, by type.
+ * While the session is up the chart hands this table to the host (entry
+ * and exit actions of resume and open), which applies it to schema-valid
+ * lines without a chart step each: a macrostep costs ~20 µs, and every
+ * message would pay two (its line and its ack). Every other line is still
+ * a `FRAME` event. TRAFFIC routes the same types the same way.
+ */
+export const SESSION_ROUTES: ReadonlyMap<string, SessionRoute> = new Map<
+  string,
+  SessionRoute
+>([
+  ...[...COMMITTED].map((t) => [t, "stage"] as [string, SessionRoute]),
+  ["ack", "takeAck"],
+  ["ping", "answerPing"],
+  ["pong", "notePong"],
+  ...[...CONTROL].map((t) => [t, "control"] as [string, SessionRoute]),
+]);
+
 /** Checked first in resume and open: lines that fail their schema. */
 export const SCHEMA = [
   {
