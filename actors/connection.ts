@@ -27,7 +27,7 @@
  */
 
 import { type Actor, createActor } from "npm:xstate@^5.33.3";
-import { COMMITTED, type SessionRoute } from "./frame_routes.ts";
+import { FLOWING, type SessionRoute } from "./frame_routes.ts";
 import { SerialQueue } from "./serial_queue.ts";
 import {
   type AuthVerdict,
@@ -791,13 +791,3 @@ export class Connection {
     }
   }
 }
-
-/** Types read on without waiting for the content before them to commit. */
-const FLOWING: ReadonlySet<string> = new Set([
-  ...COMMITTED,
-  "ack",
-  "ping",
-  "pong",
-  "grant",
-  "presence",
-]);

@@ -36,6 +36,16 @@ const EXTENSIONS: ReadonlySet<string> = new Set([
 const CONTROL: ReadonlySet<string> = new Set(["grant", "presence"]);
 const KNOWN: ReadonlySet<string> = new Set<string>(MESSAGE_TYPES);
 
+/** Types read on without waiting for the content before them to commit. */
+export const FLOWING: ReadonlySet<string> = new Set([
+  ...COMMITTED,
+  "ack",
+  "ping",
+  "pong",
+  "grant",
+  "presence",
+]);
+
 /** What a guard of the chart is given. */
 interface GuardArgs {
   context: ConnectionContext;
