@@ -68,6 +68,7 @@ import type {
   Bye,
   Grant,
   Hello,
+  Message,
   Pong,
   Resume,
 } from "../wire/types.ts";
@@ -311,6 +312,10 @@ export class Connection {
     beforeCommit(lines: ReceivedLine[]) {
       const c = this.#c;
       return c.#o.beforeCommit?.(c.#peer!.key, c, lines);
+    }
+    needsBeforeCommit(message: Message) {
+      const c = this.#c;
+      return c.#o.needsBeforeCommit?.(c.#peer!.key, message) ?? false;
     }
     ack(line: { id: string; th?: string }) {
       this.#c.#send({

@@ -14,7 +14,7 @@
 import type { ConnectionLimits } from "../net/connection_gate.ts";
 import type { OutboxEntry, ReceiveExtras, Store } from "../storage/store.ts";
 import type { Signer } from "../wire/keys.ts";
-import type { Grant } from "../wire/types.ts";
+import type { Grant, Message } from "../wire/types.ts";
 import type { Connection, ReceivedLine } from "./connection.ts";
 import type { RemoteHello } from "./remote_hello.ts";
 import type { ConnectionTimeouts } from "./connection_machine.ts";
@@ -107,6 +107,13 @@ export interface ConnectionHooks {
     conn: Connection,
     lines: ReceivedLine[],
   ): Promise<ReceiveExtras | void>;
+  /**
+   * True when a received line (besides a chunk, which always does) must pass
+   * {@link beforeCommit} before it commits, with the lines of its thread
+   * after it: a msg carrying a request, journaled before it is acked. Other
+   * lines commit at once, without waiting for a chunk batch's sync.
+   */
+  needsBeforeCommit?(peer: string, message: Message): boolean;
   /** An ack of ours arrived; called once the store has dropped the entry. */
   onAck?(peer: string, ack: { re: string; th?: string }): void;
   /** The peer said bye (with its reason, if any). */

@@ -39,6 +39,8 @@ export interface CommitterHost {
   beforeCommit(
     lines: ReceivedLine[],
   ): Promise<ReceiveExtras | void> | undefined;
+  /** True when a line other than a chunk must pass `beforeCommit` too. */
+  needsBeforeCommit(message: Message): boolean;
   /** `line` is committed: ack it (acked types only). */
   ack(line: { id: string; th?: string }): void;
   /** New (non-duplicate) lines, committed and acked. */
@@ -149,11 +151,17 @@ export class ReceiveCommitter {
   async #pump(): Promise<void> {
     while (this.#uncommitted.length > 0 && !this.#failed) {
       const lines = this.#uncommitted.splice(0);
-      // Lines of threads without chunks here go at once; the chunks, and
-      // the lines of their threads (a blob's msg), after beforeCommit made
-      // the chunk bytes durable. Order within a thread is kept.
+      // Lines of threads without chunks or requests here go at once; the
+      // chunks and requests, and the lines of their threads (a blob's msg),
+      // after beforeCommit made the chunk bytes durable and journaled the
+      // requests (an acked request is a promise). Order within a thread is
+      // kept.
       const synced = new Set<string>();
-      for (const l of lines) if (l.t === "chunk") synced.add(l.th ?? "");
+      for (const l of lines) {
+        if (
+          l.t === "chunk" || this.#host.needsBeforeCommit(l.received.message)
+        ) synced.add(l.th ?? "");
+      }
       const early = lines.filter((l) => !synced.has(l.th ?? ""));
       const late = early.length === lines.length
         ? []

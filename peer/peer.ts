@@ -44,7 +44,7 @@ import {
 } from "./peer_events.ts";
 import { PeerTrust } from "./peer_trust.ts";
 import type { AdmissionMode } from "./policy.ts";
-import { RequestServer } from "../profile/request_server.ts";
+import { hasRequests, RequestServer } from "../profile/request_server.ts";
 import {
   PeerExtensions,
   type PresenceInfo,
@@ -621,6 +621,9 @@ export class Peer {
         this.#logLine(peer, dir, raw, message),
       beforeCommit: (peer, conn, lines) =>
         this.#beforeCommit(peer, conn, lines),
+      // Requests are journaled before their msg commits: not on the fast path.
+      needsBeforeCommit: (_peer, message) =>
+        message.t === "msg" && hasRequests(message as Msg),
       // Each fresh msg/state holds its event's turn: events leave in seq order.
       afterCommit: (_peer, lines) => this.#threads.afterCommit(lines),
       onAck: (peer, ack) => this.#noteAck(peer, ack.re, ack.th),
