@@ -21,7 +21,8 @@ import {
   type StateEvent,
   stateEvent,
 } from "./peer_events.ts";
-import type { LogEntry, Store } from "../storage/store.ts";
+import type { LogEntry, Store, ThreadPatch } from "../storage/store.ts";
+import { errorText } from "../wire/error_text.ts";
 import { timestamp } from "../wire/time.ts";
 import type { BlobPart, Msg, State } from "../wire/types.ts";
 
@@ -32,6 +33,10 @@ export type ThreadActor = Actor<ThreadMachine>;
 export type ThreadActorEvent = Parameters<ThreadActor["send"]>[0];
 
 const LOG_BATCH = 256;
+/** A thread's record is rewritten at most this often by sends alone. */
+const TOUCH_EVERY_MS = 1_000;
+/** How many threads' last write times are kept for that. */
+const TOUCHED_MEMORY = 10_000;
 
 /** What {@link PeerThreads} needs from its Peer. */
 export interface PeerThreadsOptions {
@@ -80,6 +85,8 @@ export class PeerThreads {
   /** Seqs of received msg/state lines committed here whose event is not out yet, ascending. */
   #pendingSeqs: number[] = [];
   #seqWaiters = new Map<number, () => void>();
+  /** When each thread record was last written by {@link writeOurSide}. */
+  #threadTouched = new Map<string, number>();
   /** Where thread actors are shown; set at construction or by {@link attach}. */
   #inspect: ActorInspection | undefined;
 
@@ -162,8 +169,35 @@ export class PeerThreads {
     (await this.#threadActor(peer, th)).send(event);
   }
 
-  /** The thread was marked read: its actor (if running) hears READ. */
-  async read(peer: string, th: string): Promise<void> {
+  /**
+   * Our side of a thread record: subject on the first msg, our state, read.
+   * The only writer of a thread record besides `store.receive`, which
+   * writes the remote's side in the commit of each received line.
+   */
+  async writeOurSide(
+    peer: string,
+    th: string,
+    change: ThreadPatch,
+  ): Promise<void> {
+    // A burst of sends in one thread writes its record once a second, not
+    // once a msg: only `updated` (for retention, in days) would change.
+    const id = `${peer} ${th}`;
+    const now = Date.now();
+    const onlyTouch = change.subject === undefined && !change.mine &&
+      !change.read;
+    const last = this.#threadTouched.get(id);
+    if (onlyTouch && last !== undefined && now - last < TOUCH_EVERY_MS) return;
+    await this.#store.patchThread(peer, th, change);
+    this.#threadTouched.delete(id);
+    this.#threadTouched.set(id, now);
+    if (this.#threadTouched.size > TOUCHED_MEMORY) {
+      this.#threadTouched.delete(this.#threadTouched.keys().next().value!);
+    }
+  }
+
+  /** Marks the thread read: its record, then its actor (if running). */
+  async markRead(peer: string, th: string): Promise<void> {
+    await this.writeOurSide(peer, th, { read: true });
     (await this.#actors.get(`${peer} ${th}`))?.send({ type: "READ" });
   }
 
@@ -307,9 +341,7 @@ export class PeerThreads {
           peer: "",
           ts: timestamp(),
           code: "replay",
-          detail: `events: replay after ${after} failed: ${
-            error instanceof Error ? error.message : String(error)
-          }`,
+          detail: `events: replay after ${after} failed: ${errorText(error)}`,
           remote: false,
         });
       }
