@@ -19,6 +19,7 @@ import {
   discardSpooled,
   snapshotToSpool,
   type SpooledBlob,
+  spooledRecord,
 } from "../storage/spool.ts";
 import { errorText } from "../wire/error_text.ts";
 import { MAX_LINE_BYTES } from "../wire/frame.ts";
@@ -342,24 +343,11 @@ export class PeerSender {
         refs: spooled.map((s) => s.blob.ref),
         paths: spooled.map((s) => s.blob.path),
       });
-      const now = Date.now();
       for (const { blob, name, mime: given } of spooled) {
         const mime = given ?? mimeOf(name);
-        await this.#p.store.putBlob({
-          peer: key,
-          ref: blob.ref,
-          dir: "out",
-          th,
-          name,
-          ...(mime ? { mime } : {}),
-          size: blob.size,
-          bytes: 0,
-          next: 0,
-          status: "active",
-          path: blob.path,
-          sha256: blob.sha256,
-          updated: now,
-        });
+        await this.#p.store.putBlob(
+          spooledRecord(key, blob, { th, name, ...(mime ? { mime } : {}) }),
+        );
         this.#p.blobs.outgoing(key, blob.ref, { th, name, size: blob.size });
       }
     }
