@@ -27,7 +27,7 @@ export class Housekeeping {
   #blobs: PeerBlobs;
   /** The retention timer (expireOutbox soon after open, then hourly). */
   #retention: ReturnType<typeof setTimeout> | undefined;
-  /** The timer of {@link Housekeeping.#expireBlobs}. */
+  /** The timer of the unfinished-blob expiry. */
   #blobExpiry: ReturnType<typeof setTimeout> | undefined;
 
   /** Clean-ups of `store`'s outbox and `blobs`' unfinished transfers. */

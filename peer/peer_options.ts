@@ -124,7 +124,7 @@ export interface PeerOptions {
   /** Outbox retention for "open thread" in ms (7 days). */
   retentionMs?: number;
   /**
-   * Emit a `line` event ({@link LineEvent}) for every protocol line in and
+   * Emit a `line` event (`LineEvent`) for every protocol line in and
    * out after the handshake (chunks without their data). Off by default:
    * nothing is parsed for it then.
    */

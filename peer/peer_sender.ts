@@ -62,32 +62,7 @@ export interface SendFile {
   mime?: string;
 }
 
-/** Options of {@link Peer.connect}. */
-export interface ConnectOptions {
-  /**
-   * Grants to present in auth besides those chosen automatically (held
-   * grants meant for the remote: its `aud`, or issued by it).
-   */
-  present?: Grant[];
-  /**
-   * Keep dialing while nothing answers at the address (each failure is an
-   * `error` event with code `dial`), on the dialer's schedule, instead of
-   * rejecting on the first failure. Resolves once connected; rejects only
-   * when `signal` aborts or the peer closes. Not awaiting it is "return
-   * and keep dialing".
-   */
-  retry?: boolean;
-  /**
-   * Stay connected: redial after every drop even with nothing to deliver,
-   * until {@link Peer.bye}. Without it, a peer is redialed only while we
-   * have unacked lines or open threads for it (SPEC 4.3).
-   */
-  keep?: boolean;
-  /** Stops a `retry` dial in progress. */
-  signal?: AbortSignal;
-}
-
-/** What `Peer.send`, {@link Peer.setState} and {@link Peer.introduce} queued. */
+/** What `Peer.send`, `Peer.setState` and `Peer.introduce` queued. */
 export interface Sent {
   /** The id of the line (the msg, for send). */
   id: string;
