@@ -13,6 +13,7 @@
  */
 
 import { type Attachment, FsAccessError, resolveInRoot } from "./fs_access.ts";
+import { errorText } from "../wire/error_text.ts";
 
 /** The result mime of an `exec` request.
  *
@@ -469,7 +470,7 @@ export async function runExec(
   } catch (e) {
     const message = e instanceof Deno.errors.NotFound
       ? `${argv[0]}: command not found`
-      : (e instanceof Error ? e.message : String(e)).split("\n")[0];
+      : errorText(e);
     return failed(req.cmd, message, started);
   }
   const pid = child.pid;

@@ -16,8 +16,8 @@ import type * as nodeFs from "node:fs";
 import { decodeBase64, encodeBase64 } from "../wire/base64.ts";
 import {
   checkRequestPath,
-  errorText,
   FsAccessError,
+  fsErrorText,
   normalizedParts,
   type OpenedInRoot,
   openInRoot,
@@ -141,7 +141,7 @@ export async function resolveInRoot(
   try {
     realRoot = await Deno.realPath(root);
   } catch (e) {
-    throw new FsAccessError(`served root ${root}: ${errorText(e)}`);
+    throw new FsAccessError(`served root ${root}: ${fsErrorText(e)}`);
   }
   let target: string;
   if (path.startsWith(SEP)) {
@@ -174,7 +174,7 @@ export async function resolveInRoot(
       break;
     } catch (e) {
       if (!(e instanceof Deno.errors.NotFound)) {
-        throw new FsAccessError(`${path}: ${errorText(e)}`);
+        throw new FsAccessError(`${path}: ${fsErrorText(e)}`);
       }
       let isLink = false;
       try {
@@ -383,7 +383,7 @@ export async function fsRead(
       attachments: [attachment],
     };
   } catch (e) {
-    return failure("fs:read", path, errorText(e));
+    return failure("fs:read", path, fsErrorText(e));
   }
 }
 
@@ -448,6 +448,6 @@ export async function fsWrite(
       attachments: [],
     };
   } catch (e) {
-    return failure("fs:write", path, errorText(e));
+    return failure("fs:write", path, fsErrorText(e));
   }
 }

@@ -25,6 +25,7 @@ import {
   fsRead,
   fsWrite,
 } from "./fs_access.ts";
+import { errorText } from "../wire/error_text.ts";
 
 export type { Attachment };
 
@@ -299,7 +300,7 @@ export async function serveRequest(
     }
   } catch (e) {
     // The handlers do not throw; this guards the one-result-per-request rule.
-    const message = (e instanceof Error ? e.message : String(e)).split("\n")[0];
+    const message = errorText(e);
     summary = `${request.cap} failed: ${message}`;
     data = { error: message };
   }
