@@ -10,12 +10,14 @@
  * dropped.
  *
  * The machine does no I/O and emits nothing: the caller feeds it lines that
- * are already durable (received and committed, or enqueued). The record in
- * its context is what the inspector shows; the stored record has one
- * writer, the store, in the commit of the line that changes it (a received
- * line in `receive`, so its unread count and state are durable before the
- * ack; our side through `patchThread`, asked only by the Peer's threads,
- * peer/peer_threads.ts). A side's state time is the line's `ts`; the
+ * are already durable (received and committed, or enqueued). The stored
+ * record has one writer, the store, in the commit of the line that changes
+ * it (a received line in `receive`, so its unread count and state are
+ * durable before the ack; our side through `patchThread`, asked only by the
+ * Peer's threads, peer/peer_threads.ts). The record in the actor's context
+ * is a view of it for the chart and the inspector: `STORED` puts the
+ * store's record in (the Peer sends it after each of its own writes, and
+ * after each received line while the actor is inspected). A side's state time is the line's `ts`; the
  * record's `updated` is local time, so the retention window does not
  * depend on the remote's clock.
  *
@@ -114,7 +116,12 @@ export type ThreadEvent =
   /** A state of ours, already enqueued. */
   | { type: "STATE_OUT"; message: State }
   /** The application read `count` messages (all when absent). */
-  | { type: "READ"; count?: number };
+  | { type: "READ"; count?: number }
+  /**
+   * The record as the store wrote it (the store is its one writer): it
+   * replaces the actor's own, and both regions resolve their words again.
+   */
+  | { type: "STORED"; record: ThreadRecord };
 
 /**
  * Maps a msg or state line and its direction to the thread event.
@@ -155,7 +162,8 @@ export type ThreadAction =
   | { type: "remember"; params: NonReducibleUnknown }
   | { type: "takeMsg"; params: NonReducibleUnknown }
   | { type: "setSide"; params: { side: "mine" | "theirs" } }
-  | { type: "markRead"; params: NonReducibleUnknown };
+  | { type: "markRead"; params: NonReducibleUnknown }
+  | { type: "takeStored"; params: NonReducibleUnknown };
 
 /** The named guards of {@linkcode threadMachine}, with their parameters. */
 export type ThreadGuard =
@@ -289,6 +297,10 @@ export const threadMachine: ThreadMachine = setup({
         };
       },
     ),
+    takeStored: assign(({ event }) => {
+      if (event.type !== "STORED") return {};
+      return { record: { ...event.record } };
+    }),
     markRead: assign(({ context, event }) => {
       if (event.type !== "READ") return {};
       const unread = event.count === undefined ? 0 : Math.max(
@@ -320,6 +332,10 @@ export const threadMachine: ThreadMachine = setup({
     ],
     MSG_OUT: { actions: ["takeMsg"] },
     READ: { actions: ["markRead"] },
+    STORED: {
+      actions: ["takeStored"],
+      target: [".mine.resolving", ".theirs.resolving"],
+    },
   },
   states: {
     mine: {

@@ -111,8 +111,22 @@ export class PeerThreads {
     this.#inspect = inspect;
     for (const [id, p] of this.#actors) {
       const peer = id.slice(0, id.indexOf(" "));
-      void p.then((a) => this.#show(a, peer), () => {});
+      const th = id.slice(id.indexOf(" ") + 1);
+      void p.then((a) => {
+        this.#show(a, peer);
+        return this.#sync(a, peer, th);
+      }).catch(() => {});
     }
+  }
+
+  /**
+   * Puts the stored record in the actor's view (the store is its writer;
+   * the actor's own count may have seen a line twice: one committed before
+   * the actor loaded the record, then fed to it).
+   */
+  async #sync(a: ThreadActor, peer: string, th: string): Promise<void> {
+    const record = await this.#store.thread(peer, th);
+    if (record && !this.#closing) a.send({ type: "STORED", record });
   }
 
   #show(a: ThreadActor, peer: string): void {
@@ -166,7 +180,15 @@ export class PeerThreads {
    */
   async feed(peer: string, th: string, event: ThreadActorEvent): Promise<void> {
     if (this.#closing) return;
-    (await this.#threadActor(peer, th)).send(event);
+    const actor = await this.#threadActor(peer, th);
+    actor.send(event);
+    // Only an inspector sees the actor's record: keep it the stored one
+    // then (a read per received line), and not otherwise.
+    if (
+      this.#inspect && (event.type === "MSG_IN" || event.type === "STATE_IN")
+    ) {
+      await this.#sync(actor, peer, th);
+    }
   }
 
   /**
@@ -187,7 +209,11 @@ export class PeerThreads {
       !change.read;
     const last = this.#threadTouched.get(id);
     if (onlyTouch && last !== undefined && now - last < TOUCH_EVERY_MS) return;
-    await this.#store.patchThread(peer, th, change);
+    const record = await this.#store.patchThread(peer, th, change);
+    (await this.#actors.get(id)?.catch(() => undefined))?.send({
+      type: "STORED",
+      record,
+    });
     this.#threadTouched.delete(id);
     this.#threadTouched.set(id, now);
     if (this.#threadTouched.size > TOUCHED_MEMORY) {
@@ -198,7 +224,6 @@ export class PeerThreads {
   /** Marks the thread read: its record, then its actor (if running). */
   async markRead(peer: string, th: string): Promise<void> {
     await this.writeOurSide(peer, th, { read: true });
-    (await this.#actors.get(`${peer} ${th}`))?.send({ type: "READ" });
   }
 
   /**

@@ -290,3 +290,26 @@ Deno.test("a thread persisted to a Deno KV file comes back in the same states", 
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("STORED puts the store's record in and both regions follow it", () => {
+  const { actor } = start();
+  actor.send(threadEvent("in", msg("01", "go")));
+  actor.send(threadEvent("in", msg("02", "again")));
+  const stored: ThreadRecord = {
+    peer: PEER,
+    th: "t1",
+    subject: "From the store",
+    mine: { state: "done", ts: "2026-03-01T10:00:00.000Z" },
+    theirs: { state: "reviewing", ts: "2026-03-01T10:00:00.000Z" },
+    created: "2026-03-01T09:00:00.000Z",
+    updated: "2026-03-01T10:00:00.000Z",
+    unread: 1,
+  };
+  actor.send({ type: "STORED", record: stored });
+  assert.deepEqual(actor.getSnapshot().context.record, stored);
+  assert.deepEqual(actor.getSnapshot().value, {
+    mine: "done",
+    theirs: "other",
+  });
+  actor.stop();
+});
