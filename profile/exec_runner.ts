@@ -15,15 +15,7 @@
 import { type Attachment, FsAccessError, resolveInRoot } from "./fs_access.ts";
 import { errorText } from "../wire/error_text.ts";
 
-/** The result mime of an `exec` request.
- *
- * @example
- * ```ts
- * import { EXEC_RESULT_MIME } from "./exec_runner.ts";
- * console.log(EXEC_RESULT_MIME);
- * ```
- */
-export const EXEC_RESULT_MIME = "application/vnd.awp.exec-result+json";
+export { EXEC_RESULT_MIME } from "./mimes.ts";
 
 /** Default timeout, seconds (PROFILE.md).
  *

@@ -24,6 +24,8 @@ import {
   within,
 } from "./open_in_root.ts";
 
+export { FS_READ_RESULT_MIME, FS_WRITE_RESULT_MIME } from "./mimes.ts";
+
 export { FsAccessError };
 
 /** Bytes of content returned inline; more goes out as a blob (PROFILE.md).
@@ -35,26 +37,6 @@ export { FsAccessError };
  * ```
  */
 export const INLINE_LIMIT = 64 * 1024;
-
-/** The result mime of an `fs:read` request.
- *
- * @example
- * ```ts
- * import { FS_READ_RESULT_MIME } from "./fs_access.ts";
- * console.log(FS_READ_RESULT_MIME);
- * ```
- */
-export const FS_READ_RESULT_MIME = "application/vnd.awp.fs-read-result+json";
-
-/** The result mime of an `fs:write` request.
- *
- * @example
- * ```ts
- * import { FS_WRITE_RESULT_MIME } from "./fs_access.ts";
- * console.log(FS_WRITE_RESULT_MIME);
- * ```
- */
-export const FS_WRITE_RESULT_MIME = "application/vnd.awp.fs-write-result+json";
 
 /** A file to send as a blob alongside a result. */
 export interface Attachment {
