@@ -8,6 +8,7 @@
 
 import type { Supervisor } from "../actors/supervisor.ts";
 import type { RemoteHello } from "../actors/connection.ts";
+import { mergedPeerRecord } from "../actors/remember_peer.ts";
 import type { OutboxEntry, PeerRecord, Store } from "../storage/store.ts";
 
 /** A known peer and whether it is connected now. */
@@ -72,23 +73,15 @@ export class PeerDirectory {
   async remember(remote: RemoteHello, addr: string): Promise<void> {
     // One read-and-write step: the supervisor records the same peer at the
     // same moment, and neither may drop the other's address.
-    await this.#store.updatePeer(remote.key, (known) => {
-      const now = Date.now();
-      return {
-        ...known,
-        key: remote.key,
-        name: remote.name ?? known?.name,
-        about: remote.about ?? known?.about,
-        caps: remote.caps,
-        addresses: [
-          addr,
-          ...(known?.addresses ?? []).filter((a) => a !== addr),
-        ],
-        dialed: true,
-        firstSeen: known?.firstSeen ?? now,
-        lastSeen: now,
-      };
-    });
+    await this.#store.updatePeer(
+      remote.key,
+      (known) =>
+        mergedPeerRecord(known, remote, {
+          first: [addr],
+          dialed: true,
+          now: Date.now(),
+        }),
+    );
   }
 
   /**

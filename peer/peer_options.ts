@@ -6,10 +6,7 @@
  * @module
  */
 
-import type { ConnectionLimits } from "../net/connection_gate.ts";
-import type { RemoteHello } from "../actors/connection.ts";
-import type { ConnectionTimeouts } from "../actors/connection_machine.ts";
-import type { DialerTiming } from "../actors/dialer_machine.ts";
+import type { PeerConfig } from "../actors/peer_config.ts";
 import type { InspectionHub } from "../inspector/inspection_hub.ts";
 import type { PresenceInfo } from "../extensions/peer_extensions.ts";
 import { SERVABLE_CAPS } from "../profile/profile.ts";
@@ -17,8 +14,12 @@ import { isKey } from "../wire/keys.ts";
 import type { UnfinishedBlobLimits } from "./peer_blobs.ts";
 import type { AdmissionMode } from "./policy.ts";
 
-/** Options of `Peer.open`. */
-export interface PeerOptions {
+/**
+ * Options of `Peer.open`: the {@link PeerConfig} every layer shares
+ * (hello fields, timeouts, bounds, `admit`, which is asked after the
+ * admission policy `accept` admitted a peer), and the peer's own.
+ */
+export interface PeerOptions extends PeerConfig {
   /** The awp home: store at `${home}/awp.kv`, `spool/` and `blobs/` beside it. */
   home?: string;
   /** Ephemeral: in-memory store, spool and blobs in a temp dir removed on close. */
@@ -38,45 +39,10 @@ export interface PeerOptions {
    * how long one may sit without a chunk (README "Limits").
    */
   unfinishedBlobs?: UnfinishedBlobLimits;
-  /** Our name in hello. */
-  name?: string;
-  /** Our about line in hello. */
-  about?: string;
-  /** Our caps in hello (default chat, blob, grant, introduce). */
-  caps?: string[];
   /** Largest blob we send or accept, in bytes (default 50 MiB). */
   maxBlobBytes?: number;
   /** Chunk payload size in bytes (default 256 KiB). */
   chunkSize?: number;
-  /** Connection timeouts in ms (handshake, resume, bye, pingInterval). */
-  timeouts?: Partial<ConnectionTimeouts>;
-  /** Reconnect backoff. */
-  dialer?: { timing?: Partial<DialerTiming>; random?: () => number };
-  /** Allow plain TCP with public addresses. */
-  allowPublic?: boolean;
-  /** WebSocket binding: extra CA certificates (PEM) trusted when dialing wss. */
-  caCerts?: string[];
-  /** WebSocket binding: certificate chain and key (PEM) for wss listeners. */
-  tls?: { cert: string; key: string };
-  /**
-   * Our reachable address sent as hello.addr, e.g. the public
-   * `wss://host/awp` of a reverse proxy in front of a `ws://127.0.0.1`
-   * listener. Default: the first listener's address.
-   */
-  addr?: string;
-  /**
-   * Bounds on accepted connections, per listener: open at once, and still
-   * in hello/auth in total and per source address (README "Limits").
-   */
-  limits?: ConnectionLimits;
-  /**
-   * Return (or resolve with) a refusal detail to refuse a peer after its
-   * auth; asked after the admission policy (`accept`) admitted it.
-   */
-  admit?(
-    remote: RemoteHello,
-    context: { dialed: boolean },
-  ): string | undefined | Promise<string | undefined>;
   /** Keys whose grants we honor as our own (`--trust KEY`). */
   trust?: string[];
   /**
@@ -107,12 +73,6 @@ export interface PeerOptions {
    * the store, not in memory.
    */
   maxServing?: number;
-  /**
-   * Per connection, bytes queued and not yet written to the socket (a
-   * remote that does not read) before the connection is closed; default
-   * 8 MiB. Outbox lines stay for the next connection.
-   */
-  maxUnsentBytes?: number;
   /** Publish a signed presence document (`--presence`, AWP_PRESENCE=1). */
   presence?: boolean;
   /** More fields for the presence document (version, harness, model, host). */
@@ -121,8 +81,6 @@ export interface PeerOptions {
   relayPresence?: boolean;
   /** Presence timing in ms: settle after a change (2 s), heartbeat (60 s). */
   presenceTiming?: { settleMs?: number; heartbeatMs?: number };
-  /** Outbox retention for "open thread" in ms (7 days). */
-  retentionMs?: number;
   /**
    * Emit a `line` event (`LineEvent`) for every protocol line in and
    * out after the handshake (chunks without their data). Off by default:

@@ -15,7 +15,7 @@ import { DEFAULT_UNFINISHED, PeerBlobs } from "./peer_blobs.ts";
 import type { InspectionHub } from "../inspector/inspection_hub.ts";
 import { servedEvent } from "./peer_events.ts";
 import { PeerTrust } from "./peer_trust.ts";
-import { RequestServer } from "../profile/request_server.ts";
+import { hasRequests, RequestServer } from "../profile/request_server.ts";
 import { PeerExtensions } from "../extensions/peer_extensions.ts";
 import { MirrorSharer } from "../extensions/mirror.ts";
 import { openStore } from "../storage/open_store.ts";
@@ -23,7 +23,7 @@ import type { Store } from "../storage/store.ts";
 import { DEFAULT_MAX_BLOB_BYTES } from "../storage/spool.ts";
 import { Signer } from "../wire/keys.ts";
 import { timestamp } from "../wire/time.ts";
-import type { Private } from "../wire/types.ts";
+import type { Msg, Private } from "../wire/types.ts";
 import { AckTracker } from "./ack_tracker.ts";
 import { EventHub } from "./event_hub.ts";
 import { Housekeeping } from "./housekeeping.ts";
@@ -260,6 +260,9 @@ export class PeerParts {
         this.log.line(peer, dir, raw, message),
       beforeCommit: (peer, conn, lines) =>
         this.inbound.beforeCommit(peer, conn, lines),
+      // Requests are journaled before their msg commits: not on the fast path.
+      needsBeforeCommit: (_peer, message) =>
+        message.t === "msg" && hasRequests(message as Msg),
       // Each fresh msg/state holds its event's turn: events leave in seq order.
       afterCommit: (_peer, lines) => this.threads.afterCommit(lines),
       onAck: (peer, ack) => this.#onAck(peer, ack.re, ack.th),

@@ -22,7 +22,11 @@ import {
   spooledRecord,
 } from "../storage/spool.ts";
 import { errorText } from "../wire/error_text.ts";
-import { MAX_LINE_BYTES } from "../wire/frame.ts";
+import {
+  ENVELOPE_HEADROOM_BYTES,
+  fitsLine,
+  MAX_LINE_BYTES,
+} from "../wire/frame.ts";
 import { grantHash, mintGrant } from "../wire/grant.ts";
 import type { Signer } from "../wire/keys.ts";
 import { blobPart, textPart } from "../wire/messages.ts";
@@ -87,9 +91,6 @@ export interface IntroduceOptions {
   /** Thread to carry the introduce line (a new one by default). */
   thread?: string;
 }
-
-/** Measures line sizes. */
-const utf8 = new TextEncoder();
 
 const MIME: Record<string, string> = {
   txt: "text/plain",
@@ -272,13 +273,8 @@ export class PeerSender {
       await release();
       throw new TypeError(`send: invalid msg: ${invalid}`);
     }
-    // id, ts and the envelope add well under 200 bytes.
-    // UTF-8 takes at most 3 bytes per UTF-16 unit: most lines need no encode.
-    const json = JSON.stringify(fields);
-    if (
-      json.length * 3 > MAX_LINE_BYTES - 200 &&
-      utf8.encode(json).length > MAX_LINE_BYTES - 200
-    ) {
+    // The outbox adds id and ts: see ENVELOPE_HEADROOM_BYTES.
+    if (!fitsLine(fields, MAX_LINE_BYTES - ENVELOPE_HEADROOM_BYTES)) {
       await release();
       throw new Error(
         `send: the msg line would exceed ${MAX_LINE_BYTES} bytes; send big content as files`,
