@@ -306,7 +306,11 @@ export class Connection {
   #queuedThreads = new Map<string, number>();
   /** Grants and introductions among them (never overtaken). */
   #queuedBarriers = 0;
-  /** A replay is under way (its later pages are not counted yet). */
+  /**
+   * A replay is chained or under way (its pages are not all counted yet):
+   * nothing may overtake it, or a line would move the remote's seen past
+   * older lines of its thread not written yet.
+   */
   #listing = false;
   #lastPing: { id: string; at: number } | undefined;
   #rtt: number | undefined;
@@ -366,6 +370,10 @@ export class Connection {
       this.#c.#chain(() => this.#c.#sendResume());
     }
     replay() {
+      // From now on, not only once the replay's turn in the chain comes:
+      // the connection opens (and live entries arrive) while it still waits
+      // there behind our own resume.
+      this.#c.#listing = true;
       this.#c.#chain(() => this.#c.#replay());
     }
     opened() {
@@ -651,7 +659,7 @@ export class Connection {
     // is). Until the last page is written nothing may overtake the replay:
     // a later line of a thread written before a page not listed yet would
     // move the remote's seen past it. Live entries wait behind in #out.
-    this.#listing = true;
+    // (#listing was set when the replay was chained.)
     try {
       const pages = this.#o.store.replayPages(
         this.#peer!.key,
