@@ -496,6 +496,60 @@ Deno.test("dedup: the same msg twice is acked twice and delivered once", async (
   }
 });
 
+Deno.test("a line needsBeforeCommit marks passes beforeCommit (with its thread) before it is acked; others commit at once", async () => {
+  const passed: string[] = [];
+  let journaled = false;
+  const { raw, cleanup, peerSigner } = await rawPair({
+    needsBeforeCommit: (_peer, m) =>
+      m.t === "msg" && JSON.stringify(m.parts).includes("journal me"),
+    beforeCommit: async (_peer, _conn, lines) => {
+      passed.push(...lines.map((l) => l.message.id));
+      await new Promise((r) => setTimeout(r, 50));
+      journaled = true;
+    },
+  });
+  try {
+    await raw.handshake(peerSigner);
+    const request = raw.msg({
+      t: "msg",
+      th: "req",
+      parts: [{ k: "text", text: "journal me" }],
+    });
+    const after = raw.msg({
+      t: "msg",
+      th: "req",
+      parts: [{ k: "text", text: "same thread" }],
+    });
+    const plain = raw.msg({
+      t: "msg",
+      th: "other",
+      parts: [{ k: "text", text: "plain" }],
+    });
+    await raw.sendRaw(
+      [request, after, plain].map((m) => JSON.stringify(m) + "\n").join(""),
+    );
+    const acks = new Map<string, boolean>();
+    for (let i = 0; i < 3; i++) {
+      const ack = await raw.nextOf("ack");
+      acks.set(ack.re as string, journaled);
+    }
+    assert.deepEqual(passed, [request.id, after.id] as string[]);
+    assert.equal(
+      acks.get(request.id as string),
+      true,
+      "acked after beforeCommit",
+    );
+    assert.equal(acks.get(after.id as string), true, "its thread waits too");
+    assert.equal(
+      acks.get(plain.id as string),
+      false,
+      "another thread commits at once",
+    );
+  } finally {
+    await cleanup();
+  }
+});
+
 Deno.test("lines arriving together are committed, acked and delivered together", async () => {
   const { raw, side, cleanup, peerSigner } = await rawPair();
   try {
