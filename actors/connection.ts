@@ -356,6 +356,7 @@ export class Connection {
       this.#c.#chain(() => this.#c.#sendResume());
     }
     replay() {
+      this.#c.#outbox.replayQueued();
       this.#c.#chain(() => this.#c.#replay());
     }
     opened() {

@@ -59,7 +59,11 @@ export class OutboxWriter {
   #queuedThreads = new Map<string, number>();
   /** Grants and introductions among them (never overtaken). */
   #queuedBarriers = 0;
-  /** A replay is under way (its later pages are not counted yet). */
+  /**
+   * A replay is queued or under way (its pages are not all counted yet):
+   * nothing may overtake it, or a line would move the remote's seen past
+   * older lines of its thread not written yet.
+   */
   #listing = false;
 
   /** A writer for the connection `host`. */
@@ -113,6 +117,16 @@ export class OutboxWriter {
     const n = (this.#queuedThreads.get(th) ?? 1) - 1;
     if (n > 0) this.#queuedThreads.set(th, n);
     else this.#queuedThreads.delete(th);
+  }
+
+  /**
+   * A replay is queued in the connection's output order: from now on,
+   * not only once its turn comes, nothing overtakes it. The connection
+   * opens (and live entries arrive) while the replay still waits there
+   * behind our own resume, which reads the store's seen (slow under load).
+   */
+  replayQueued(): void {
+    this.#listing = true;
   }
 
   /**
