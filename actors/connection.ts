@@ -7,7 +7,7 @@
  *   gets `err auth`, NOTES item 5); signs and sends auth; verifies theirs;
  *   asks `admit` (a refusal after a valid auth is `err auth` with a detail,
  *   NOTES item 8); then sends resume with `store.seen`.
- * - 9.5: on their resume, replays `store.replay` with original ids, in order.
+ * - 9.5: on their resume, replays `store.replayPages`: original ids, in order.
  * - 9.1/9.2: received content lines that arrive together are committed with
  *   one `store.receive` (group commit) BEFORE any ack is sent; duplicates are
  *   acked again and not delivered. msg, state, mirror and private are acked
@@ -15,11 +15,10 @@
  *   introduce are committed (seen, dedup) but never acked (SPEC 9.2, NOTES 1).
  * - 9.4: ping/pong, liveness in the chart. 9.6: bye. 9.7: err close rules.
  *
- * Validation: every received line is checked with `validateMessage`. A core
- * message type that fails its schema gets `err bad_frame` and the connection
- * closes, like the Go reference does for a line it cannot decode (except
- * that a malformed hello `v` is `err version` and a malformed key or
- * signature is `err auth`). Extension types (presence, mirror, private) that
+ * Validation: every received line is checked once (`readFrame`). A core type
+ * that fails its schema gets `err bad_frame` and close, as the Go reference
+ * does for a line it cannot decode (but a malformed hello `v` is `err
+ * version` and a malformed key or signature is `err auth`). Extension types (presence, mirror, private) that
  * fail are dropped without closing, as NOTES says for presence; unknown
  * types are ignored.
  *
