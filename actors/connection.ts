@@ -41,7 +41,7 @@ import type {
   ReceiveExtras,
   ReceiveOutcome,
 } from "../storage/store.ts";
-import { chunkMessage } from "../storage/spool.ts";
+import { type ChunkFrame, ChunkFramer } from "../storage/chunk_frame.ts";
 import { encodeLine } from "../wire/frame.ts";
 import { LineReader } from "../wire/line_reader.ts";
 import { parseLine } from "../wire/parse.ts";
@@ -167,6 +167,13 @@ export interface ConnectionOptions {
     conn: Connection,
     lines: ReceivedLine[],
   ): Promise<ReceiveExtras | void>;
+  /**
+   * A valid chunk line as it arrives, before its batch commits: its bytes
+   * may be written now (then dropped from `line.bytes`); `beforeCommit`
+   * still makes them durable. A returned promise holds reading until it
+   * settles (the batch so far is handed to the commit first).
+   */
+  onChunk?(conn: Connection, line: ReceivedLine): Promise<void> | void;
   /**
    * New (non-duplicate) content lines, committed and acked, each with the
    * log `seq` the store gave it.
@@ -302,6 +309,8 @@ export class Connection {
    * one of its thread must still go out, or the remote's seen would pass it.
    */
   #written = new Set<string>();
+  /** Builds outgoing chunk lines in reused buffers (created on first use). */
+  #frames: ChunkFramer | undefined;
   /** Entries handed to the output chain and not written yet, per thread. */
   #queuedThreads = new Map<string, number>();
   /** Grants and introductions among them (never overtaken). */
@@ -541,6 +550,11 @@ export class Connection {
       decoder.decode(frame.subarray(0, frame.length - 1)),
       message,
     );
+    return this.#queueFrame(frame);
+  }
+
+  /** Queues an encoded line; `written` runs once the socket is done with it. */
+  #queueFrame(frame: Uint8Array, written?: () => void): number {
     const size = frame.length;
     // A queued line costs about 1 KiB of bookkeeping whatever its size, so
     // small ones count as that much, against the window and the bound.
@@ -549,6 +563,7 @@ export class Connection {
     this.#t.write(frame).catch((error) => {
       this.#event({ type: "END", reason: `write failed: ${errorText(error)}` });
     }).finally(() => {
+      written?.();
       this.#lastWritten = performance.now();
       this.#unwrittenBytes -= held;
       for (const wake of this.#writeWaiters.splice(0)) wake();
@@ -683,7 +698,12 @@ export class Connection {
         let line: Obj;
         if (entry.chunk) {
           try {
-            line = await chunkMessage(entry);
+            // Built in a reused buffer, handed back once written.
+            const frame = await (this.#frames ??= new ChunkFramer()).frame(
+              entry,
+            );
+            this.#writeFrame(entry, frame);
+            continue;
           } catch (error) {
             // The spooled file is gone: nothing to send; the blob layer decides.
             this.#o.onLine?.(
@@ -707,15 +727,35 @@ export class Connection {
     return { t, id: entry.id, ts: entry.ts, ...rest };
   }
 
-  /** Writes an entry's line unless already written on this connection. */
-  #writeLine(entry: OutboxEntry, line: Obj): void {
-    if (this.#written.has(entry.id)) return;
-    this.#written.add(entry.id);
+  #noteWritten(id: string): void {
+    this.#written.add(id);
     if (this.#written.size > WRITTEN_IDS_KEPT) {
       // Forgetting one costs at most a duplicate, which the remote acks.
       this.#written.delete(this.#written.values().next().value!);
     }
+  }
+
+  /** Writes an entry's line unless already written on this connection. */
+  #writeLine(entry: OutboxEntry, line: Obj): void {
+    if (this.#written.has(entry.id)) return;
+    this.#noteWritten(entry.id);
     this.#send(line);
+    this.#o.onSent?.(this, entry);
+  }
+
+  /** Writes a chunk's prebuilt frame unless already written (then it goes back). */
+  #writeFrame(entry: OutboxEntry, frame: ChunkFrame): void {
+    if (
+      this.#written.has(entry.id) || this.#done || this.#byeSent ||
+      this.#t.closed
+    ) {
+      frame.release();
+      if (this.#done) this.#frames?.close();
+      return;
+    }
+    this.#noteWritten(entry.id);
+    this.#o.onLine?.(this, "out", frame.raw, frame.line);
+    this.#queueFrame(frame.bytes, frame.release);
     this.#o.onSent?.(this, entry);
   }
 
@@ -755,6 +795,7 @@ export class Connection {
     ]);
     clearTimeout(timer);
     this.#t.close();
+    this.#frames?.close();
     if (!this.#opened) this.#establishedD.reject(new Error(reason));
     this.#closedD.resolve(reason);
     this.#o.onClosed?.(this, reason);
@@ -769,6 +810,7 @@ export class Connection {
     // Only liveness (open) listens: a handshake line is not worth a macrostep.
     if (this.#opened) this.#event({ type: "RECEIVED" });
     const batch: Pending[] = [];
+    let hold: Promise<void> | undefined;
     try {
       for (const ev of events) {
         if (this.#done || this.actor.getSnapshot().status !== "active") break;
@@ -830,6 +872,9 @@ export class Connection {
           raw,
           ...(bytes ? { bytes } : {}),
         };
+        if (t === "chunk" && this.#o.onChunk) {
+          hold = this.#o.onChunk(this, received) ?? hold;
+        }
         if (COMMITTED.has(t)) {
           batch.push({
             id: message.id as string,
@@ -838,7 +883,8 @@ export class Connection {
             message,
             raw,
             received,
-            size: ev.bytes.length,
+            // A chunk whose bytes onChunk took holds only its line.
+            size: bytes && !received.bytes ? raw.length : ev.bytes.length,
           });
           continue;
         }
@@ -893,6 +939,7 @@ export class Connection {
         }
       }
       void this.#commit(batch);
+      await hold;
       // Reading goes on while commits run, up to a bound.
       while (
         this.#uncommittedBytes > MAX_UNCOMMITTED_BYTES && !this.#done &&

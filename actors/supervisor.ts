@@ -222,6 +222,12 @@ export interface SupervisorOptions {
     conn: Connection,
     lines: ReceivedLine[],
   ): Promise<ReceiveExtras | void>;
+  /** A valid chunk line as it arrives (see ConnectionOptions.onChunk). */
+  onChunk?(
+    peer: string,
+    conn: Connection,
+    line: ReceivedLine,
+  ): Promise<void> | void;
   /**
    * The fresh content lines just committed (each with its log `seq`),
    * called synchronously before any of them is routed.
@@ -930,6 +936,9 @@ export class Supervisor {
       onAuthenticated: (c) => this.#activate(c),
       beforeCommit: this.#o.beforeCommit
         ? (c, lines) => this.#o.beforeCommit!(c.remote!.key, c, lines)
+        : undefined,
+      onChunk: this.#o.onChunk
+        ? (c, line) => this.#o.onChunk!(c.remote!.key, c, line)
         : undefined,
       onAck: this.#o.onAck
         ? (c, ack) => this.#o.onAck!(c.remote!.key, ack)

@@ -660,6 +660,8 @@ export class Peer {
         this.#logLine(peer, dir, raw, message),
       beforeCommit: (peer, conn, lines) =>
         this.#beforeCommit(peer, conn, lines),
+      // A chunk's bytes go to its file as it arrives; the batch syncs.
+      onChunk: (peer, conn, line) => this.#blobs.arrive(peer, conn, line),
       // Each fresh msg/state holds its event's turn: events leave in seq order.
       afterCommit: (_peer, lines) => this.#threads.afterCommit(lines),
       onAck: (peer, ack) => this.#noteAck(peer, ack.re, ack.th),
@@ -2092,9 +2094,7 @@ export class Peer {
     if (msgs.length > 0) {
       await this.#requests.journal(peer, msgs, conn.remote?.grants ?? []);
     }
-    const chunks = lines.flatMap(({ message, bytes }) =>
-      message.t === "chunk" ? [bytes ? { ...message, bytes } : message] : []
-    );
+    const chunks = lines.filter((l) => l.message.t === "chunk");
     if (chunks.length === 0) return;
     // The sinks' records commit with the chunks' seen markers.
     return { blobs: await this.#blobs.takeChunks(peer, conn, chunks) };

@@ -7,7 +7,7 @@
  */
 
 import { type Actor, createActor } from "npm:xstate@^5.33.3";
-import type { Connection } from "../actors/connection.ts";
+import type { Connection, ReceivedLine } from "../actors/connection.ts";
 import type { ActorInspection } from "../actors/supervisor.ts";
 import {
   type BlobProgress,
@@ -20,7 +20,7 @@ import {
 } from "../actors/blob_machine.ts";
 import type { PeerEvent, ReceivedBlob } from "./peer_events.ts";
 import type { BlobRecord, OutboxEntry, Store } from "../storage/store.ts";
-import { BlobSink } from "../storage/blob_sink.ts";
+import { BlobSink, type ChunkResult } from "../storage/blob_sink.ts";
 import { discardSpooled } from "../storage/spool.ts";
 import { KEY_PREFIX } from "../wire/keys.ts";
 import { timestamp } from "../wire/time.ts";
@@ -28,6 +28,17 @@ import type { BlobPart, Chunk } from "../wire/types.ts";
 
 /** How many refusals of our own blobs are remembered for the ack race. */
 const MAX_REFUSED_KEPT = 10_000;
+/**
+ * Received chunk bytes waiting to be written to their files before reading
+ * waits: the only chunk data a receiver holds in memory.
+ */
+const MAX_UNWRITTEN = 2 * 1024 * 1024;
+/**
+ * Chunk bytes written and not yet synced before reading waits for a sync:
+ * on disk, not in memory; it bounds how long one fsync (and the acks
+ * behind it) can take.
+ */
+const MAX_UNSYNCED = 32 * 1024 * 1024;
 
 type OutBlobActor = Actor<OutgoingBlobMachine>;
 type InBlobActor = Actor<IncomingBlobMachine>;
@@ -98,6 +109,18 @@ export class PeerBlobs {
   #maxBlob: number;
   #blobsDir: string;
   #sinks = new Map<string, Promise<BlobSink>>();
+  /** Chunks taken on arrival, by their parsed message, until their batch. */
+  #taken = new WeakMap<
+    Chunk,
+    Promise<{ sink: BlobSink; over?: string; result: ChunkResult }>
+  >();
+  /** The arrivals' order: each takes its sink after the one before. */
+  #arrivals: Promise<void> = Promise.resolve();
+  /** Bytes of arrived chunks not yet written, and who waits for room. */
+  #unwritten = 0;
+  #writeWaiters: Array<() => void> = [];
+  /** Sinks written since their last sync. */
+  #touchedSinks = new Set<BlobSink>();
   /** Bytes held by unfinished incoming blobs, by `${peer} ${ref}`. */
   #unfinished:
     | Promise<Map<string, { peer: string; bytes: number }>>
@@ -422,51 +445,166 @@ export class PeerBlobs {
   }
 
   /**
-   * Writes received chunks to their sinks (one sync per sink for the whole
-   * batch) and resolves with each touched sink's record, to be committed
-   * with the chunks' seen markers (so the two never disagree after a kill);
-   * a refusal is answered on `conn` with err blob_refused, once.
+   * A valid chunk line as it arrives, before its commit: its bytes go to
+   * its sink's file at once (no sync; {@link takeChunks} syncs a whole
+   * batch) and leave memory, so a batch waiting for its commit holds no
+   * chunk data. Resolves with nothing, or returns a promise that holds
+   * reading while too many bytes wait to be written or synced.
+   */
+  arrive(
+    peer: string,
+    conn: Connection,
+    line: ReceivedLine,
+  ): Promise<void> | undefined {
+    const chunk = line.message as Chunk;
+    const bytes = line.bytes;
+    // The write keeps the bytes until done; the line (queued for its
+    // commit) lets go of them now.
+    delete line.bytes;
+    const size = bytes?.byteLength ?? decodedBytes([chunk]);
+    this.#unwritten += size;
+    // Arrivals take their sinks in order (a sink writes in call order).
+    const step = this.#arrivals.then(() => this.#arrive(peer, chunk, bytes));
+    this.#arrivals = step.then(() => {}, () => {});
+    const taken = step.then((a) =>
+      a.written.then((result) => ({ ...a, result }))
+    ).finally(() => {
+      this.#unwritten -= size;
+      this.#wake();
+    });
+    taken.catch(() => {}); // awaited by takeChunks
+    this.#taken.set(chunk, taken);
+    return this.#pressure();
+  }
+
+  /** Finds the chunk's sink, checks the budget, queues the write. */
+  async #arrive(
+    peer: string,
+    chunk: Chunk,
+    bytes: Uint8Array | undefined,
+  ): Promise<{ sink: BlobSink; over?: string; written: Promise<ChunkResult> }> {
+    const id = `${peer} ${chunk.ref}`;
+    const sink = await this.#sinkFor(peer, chunk.ref, chunk.th);
+    const adding = bytes?.byteLength ?? decodedBytes([chunk]);
+    const over = await this.#overBudget(peer, chunk.ref, adding, sink);
+    if (over !== undefined) {
+      await sink.discard();
+      this.#sinks.delete(id);
+      (this.#held ?? await this.#unfinishedBytes()).delete(id);
+      // The err goes out with the chunk's batch (takeChunks).
+      const refused: ChunkResult = {
+        kind: "refused",
+        ref: chunk.ref,
+        bytes: sink.bytes,
+        limit: sink.limit,
+        detail: over,
+        repeat: false,
+      };
+      return { sink, over, written: Promise.resolve(refused) };
+    }
+    this.#touchedSinks.add(sink);
+    const written = sink.append(bytes ? { ...chunk, bytes } : chunk);
+    return { sink, written };
+  }
+
+  /**
+   * Holds reading (a promise) while more than {@link MAX_UNWRITTEN} bytes
+   * wait to be written, or more than {@link MAX_UNSYNCED} wait for a sync
+   * (then the sinks are synced now, not at the next commit).
+   */
+  #pressure(): Promise<void> | undefined {
+    if (
+      this.#unwritten <= MAX_UNWRITTEN && this.#unsyncedBytes() <= MAX_UNSYNCED
+    ) {
+      return undefined;
+    }
+    return (async () => {
+      while (this.#unwritten > MAX_UNWRITTEN) {
+        await new Promise<void>((wake) => this.#writeWaiters.push(wake));
+      }
+      if (this.#unsyncedBytes() > MAX_UNSYNCED) {
+        await Promise.all([...this.#touchedSinks].map((s) => this.#sync(s)));
+      }
+    })();
+  }
+
+  #unsyncedBytes(): number {
+    let n = 0;
+    for (const sink of this.#touchedSinks) n += sink.unsynced;
+    return n;
+  }
+
+  #wake(): void {
+    if (this.#unwritten > MAX_UNWRITTEN) return;
+    for (const wake of this.#writeWaiters.splice(0)) wake();
+  }
+
+  /** Syncs `sink`; it leaves the touched set once nothing waits on it. */
+  async #sync(sink: BlobSink): Promise<{ ok: boolean; record: BlobRecord }> {
+    const synced = await sink.sync();
+    if (sink.unsynced === 0) this.#touchedSinks.delete(sink);
+    return synced;
+  }
+
+  /**
+   * Makes a batch of received chunks durable before their seen markers
+   * commit: each was written on arrival ({@link arrive}; a chunk that did
+   * not pass there is written now), then one sync per sink covers them all.
+   * Resolves with each touched sink's record as of that sync (so the
+   * record never says less than the seen markers committed with it); a
+   * refusal is answered on `conn` with err blob_refused, once.
    */
   async takeChunks(
     peer: string,
     conn: Connection,
-    chunks: Array<Chunk & { bytes?: Uint8Array }>,
+    lines: ReceivedLine[],
   ): Promise<BlobRecord[]> {
+    const taken = lines.map((line) => {
+      const chunk = line.message as Chunk;
+      if (!this.#taken.has(chunk)) void this.arrive(peer, conn, line);
+      const t = this.#taken.get(chunk)!;
+      this.#taken.delete(chunk);
+      return t;
+    });
     const records: BlobRecord[] = [];
-    // Sinks in order of first appearance, each with its chunks in order.
-    const bySink = new Map<string, Array<Chunk & { bytes?: Uint8Array }>>();
-    for (const m of chunks) {
-      const list = bySink.get(m.ref);
-      if (list) list.push(m);
-      else bySink.set(m.ref, [m]);
+    // Sinks in order of first appearance, each with its results in order.
+    const bySink = new Map<BlobSink, Array<ChunkResult & { over?: string }>>();
+    for (const a of await Promise.all(taken)) {
+      const result = a.over === undefined
+        ? a.result
+        : { ...a.result, over: a.over };
+      const list = bySink.get(a.sink);
+      if (list) list.push(result);
+      else bySink.set(a.sink, [result]);
     }
-    for (const [ref, list] of bySink) {
-      const id = `${peer} ${ref}`;
-      const sink = await this.#sinkFor(peer, ref, list[0].th);
-      const over = await this.#overBudget(peer, ref, decodedBytes(list), sink);
+    for (const [sink, results] of bySink) {
+      const ref = sink.ref;
+      const over = results.find((r) => r.over !== undefined)?.over;
       if (over !== undefined) {
-        await sink.discard();
         records.push(sink.record);
-        this.#sinks.delete(id);
-        (this.#held ?? await this.#unfinishedBytes()).delete(id);
         conn.sendLine({ t: "err", code: "blob_refused", detail: over, ref });
         this.#localError(peer, "blob", over, ref);
         continue;
       }
-      const results = await sink.writeMany(list);
+      const { ok, record } = await this.#sync(sink);
+      const id = `${peer} ${ref}`;
       const held = this.#held ?? await this.#unfinishedBytes();
       if (sink.status === "active") held.set(id, { peer, bytes: sink.bytes });
       else held.delete(id);
+      records.push(record);
+      if (!ok) {
+        this.#localError(peer, "blob", sink.detail ?? "cannot sync", ref);
+        continue;
+      }
       // A chunk the sink has already is a replay of one written before a
       // crash (or a reconnect) but not committed as seen: not an error.
-      const taken = results.filter((r) =>
+      const news = results.filter((r) =>
         !(r.kind === "error" &&
           (r.code === "out_of_order" || r.code === "after_complete"))
       );
-      if (taken.length === 0) continue;
-      records.push(sink.record);
+      if (news.length === 0) continue;
       const actor = this.#incomingBlob(peer, ref, sink);
-      for (const result of taken) {
+      for (const result of news) {
         const event = sinkEvent(result);
         if (event) void actor.then((a) => a.send(event), () => {});
         if (result.kind === "refused") {
