@@ -42,6 +42,7 @@ import type {
   ReceiveOutcome,
 } from "../storage/store.ts";
 import { type ChunkFrame, ChunkFramer } from "../storage/chunk_frame.ts";
+import { splitChunkLine } from "../wire/chunk_line.ts";
 import { encodeLine } from "../wire/frame.ts";
 import { LineReader } from "../wire/line_reader.ts";
 import { parseLine } from "../wire/parse.ts";
@@ -77,7 +78,7 @@ const MIN_LINE_COST = 1024;
  * a sliding window, so the socket's own pace sets the sender's (a replay of
  * a big blob never reads and queues every chunk at once).
  */
-const WRITE_AHEAD_BYTES = 2 * 1024 * 1024;
+const WRITE_AHEAD_BYTES = 512 * 1024;
 
 export type { ConnectionTimeouts } from "./connection_machine.ts";
 
@@ -309,6 +310,8 @@ export class Connection {
    * one of its thread must still go out, or the remote's seen would pass it.
    */
   #written = new Set<string>();
+  /** Threads of the received lines in `beforeCommit` now (see #overtaking). */
+  #syncing = new Set<string>();
   /** Builds outgoing chunk lines in reused buffers (created on first use). */
   #frames: ChunkFramer | undefined;
   /** Entries handed to the output chain and not written yet, per thread. */
@@ -822,7 +825,11 @@ export class Connection {
           );
           break;
         }
-        const parsed = parseLine(ev.bytes);
+        // A chunk line is split from its data without a line-sized string.
+        const split = splitChunkLine(ev.bytes);
+        const parsed = split
+          ? { ok: true as const, message: split.message, raw: split.raw }
+          : parseLine(ev.bytes);
         if (parsed.ok) {
           this.#o.onLine?.(this, "in", parsed.raw, parsed.message);
         } else this.#o.onLine?.(this, "in", lossy.decode(ev.bytes));
@@ -849,7 +856,9 @@ export class Connection {
         const t = message.t;
         // A chunk's data is decoded here, once: that checks it faster than
         // the schema's pattern over ~350 KB, and the sink takes the bytes.
-        const bytes = t === "chunk" ? decodedChunk(message) : undefined;
+        const bytes = t === "chunk"
+          ? split?.bytes ?? decodedChunk(message)
+          : undefined;
         const valid = validateMessage(
           bytes ? { ...message, data: "" } : message,
         );
@@ -975,10 +984,31 @@ export class Connection {
   ): Promise<void> {
     if (batch.length > 0) {
       for (const line of batch) this.#uncommittedBytes += line.size;
+      const now = this.#overtaking(batch);
+      if (now.length > 0) this.#handOver(now);
       this.#uncommitted.push(...batch.splice(0));
       this.#startPump();
     }
     return this.#settled();
+  }
+
+  /**
+   * While the pump waits for `beforeCommit` (a chunk batch's sync), the
+   * lines of `batch` in other threads (a small msg beside a blob) go to the
+   * store at once instead of after that sync: taken out of `batch` and
+   * returned. Order within a thread is kept: a thread with lines syncing,
+   * queued, or chunks in `batch` waits its turn.
+   */
+  #overtaking(batch: Pending[]): Pending[] {
+    if (this.#syncing.size === 0 || this.#storageFailed) return [];
+    const waiting = new Set(this.#syncing);
+    for (const l of this.#uncommitted) waiting.add(l.th ?? "");
+    for (const l of batch) if (l.t === "chunk") waiting.add(l.th ?? "");
+    const now = batch.filter((l) => !waiting.has(l.th ?? ""));
+    if (now.length === 0) return now;
+    const rest = batch.filter((l) => waiting.has(l.th ?? ""));
+    batch.splice(0, batch.length, ...rest);
+    return now;
   }
 
   #startPump(): void {
@@ -1010,10 +1040,11 @@ export class Connection {
       try {
         if (early.length > 0) this.#handOver(early);
         if (late.length > 0) {
+          for (const l of late) this.#syncing.add(l.th ?? "");
           const also = await this.#o.beforeCommit?.(
             this,
             late.map((l) => l.received),
-          );
+          ).finally(() => this.#syncing.clear());
           if (this.#storageFailed) throw new Error("an earlier commit failed");
           this.#handOver(late, also ?? undefined);
         }
