@@ -661,7 +661,7 @@ export class Peer {
       beforeCommit: (peer, conn, lines) =>
         this.#beforeCommit(peer, conn, lines),
       // A chunk's bytes go to its file as it arrives; the batch syncs.
-      onChunk: (peer, conn, line) => this.#blobs.arrive(peer, conn, line),
+      onChunk: (peer, _conn, line) => this.#blobs.arrive(peer, line),
       // Each fresh msg/state holds its event's turn: events leave in seq order.
       afterCommit: (_peer, lines) => this.#threads.afterCommit(lines),
       onAck: (peer, ack) => this.#noteAck(peer, ack.re, ack.th),

@@ -451,11 +451,7 @@ export class PeerBlobs {
    * chunk data. Resolves with nothing, or returns a promise that holds
    * reading while too many bytes wait to be written or synced.
    */
-  arrive(
-    peer: string,
-    conn: Connection,
-    line: ReceivedLine,
-  ): Promise<void> | undefined {
+  arrive(peer: string, line: ReceivedLine): Promise<void> | undefined {
     const chunk = line.message as Chunk;
     const bytes = line.bytes;
     // The write keeps the bytes until done; the line (queued for its
@@ -561,7 +557,7 @@ export class PeerBlobs {
   ): Promise<BlobRecord[]> {
     const taken = lines.map((line) => {
       const chunk = line.message as Chunk;
-      if (!this.#taken.has(chunk)) void this.arrive(peer, conn, line);
+      if (!this.#taken.has(chunk)) void this.arrive(peer, line);
       const t = this.#taken.get(chunk)!;
       this.#taken.delete(chunk);
       return t;
