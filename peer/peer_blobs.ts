@@ -20,7 +20,11 @@ import {
 } from "../actors/blob_machine.ts";
 import type { PeerEvent, ReceivedBlob } from "./peer_events.ts";
 import type { BlobRecord, OutboxEntry, Store } from "../storage/store.ts";
-import { BlobSink, type ChunkResult } from "../storage/blob_sink.ts";
+import {
+  type Appended,
+  BlobSink,
+  type ChunkResult,
+} from "../storage/blob_sink.ts";
 import { discardSpooled } from "../storage/spool.ts";
 import { KEY_PREFIX } from "../wire/keys.ts";
 import { timestamp } from "../wire/time.ts";
@@ -112,7 +116,7 @@ export class PeerBlobs {
   /** Chunks taken on arrival, by their parsed message, until their batch. */
   #taken = new WeakMap<
     Chunk,
-    Promise<{ sink: BlobSink; over?: string; result: ChunkResult }>
+    Promise<Appended & { sink: BlobSink; over?: string }>
   >();
   /** The arrivals' order: each takes its sink after the one before. */
   #arrivals: Promise<void> = Promise.resolve();
@@ -462,12 +466,11 @@ export class PeerBlobs {
     // Arrivals take their sinks in order (a sink writes in call order).
     const step = this.#arrivals.then(() => this.#arrive(peer, chunk, bytes));
     this.#arrivals = step.then(() => {}, () => {});
-    const taken = step.then((a) =>
-      a.written.then((result) => ({ ...a, result }))
-    ).finally(() => {
-      this.#unwritten -= size;
-      this.#wake();
-    });
+    const taken = step.then((a) => a.written.then((w) => ({ ...a, ...w })))
+      .finally(() => {
+        this.#unwritten -= size;
+        this.#wake();
+      });
     taken.catch(() => {}); // awaited by takeChunks
     this.#taken.set(chunk, taken);
     return this.#pressure();
@@ -478,7 +481,7 @@ export class PeerBlobs {
     peer: string,
     chunk: Chunk,
     bytes: Uint8Array | undefined,
-  ): Promise<{ sink: BlobSink; over?: string; written: Promise<ChunkResult> }> {
+  ): Promise<{ sink: BlobSink; over?: string; written: Promise<Appended> }> {
     const id = `${peer} ${chunk.ref}`;
     const sink = await this.#sinkFor(peer, chunk.ref, chunk.th);
     const adding = bytes?.byteLength ?? decodedBytes([chunk]);
@@ -496,7 +499,11 @@ export class PeerBlobs {
         detail: over,
         repeat: false,
       };
-      return { sink, over, written: Promise.resolve(refused) };
+      return {
+        sink,
+        over,
+        written: Promise.resolve({ result: refused, record: sink.record }),
+      };
     }
     this.#touchedSinks.add(sink);
     const written = sink.append(bytes ? { ...chunk, bytes } : chunk);
@@ -563,31 +570,42 @@ export class PeerBlobs {
       return t;
     });
     const records: BlobRecord[] = [];
-    // Sinks in order of first appearance, each with its results in order.
-    const bySink = new Map<BlobSink, Array<ChunkResult & { over?: string }>>();
+    // Sinks in order of first appearance, each with its results in order
+    // and the record after its last chunk here.
+    const bySink = new Map<
+      BlobSink,
+      { results: ChunkResult[]; record: BlobRecord; over?: string }
+    >();
     for (const a of await Promise.all(taken)) {
-      const result = a.over === undefined
-        ? a.result
-        : { ...a.result, over: a.over };
-      const list = bySink.get(a.sink);
-      if (list) list.push(result);
-      else bySink.set(a.sink, [result]);
+      const entry = bySink.get(a.sink);
+      if (!entry) {
+        bySink.set(a.sink, {
+          results: [a.result],
+          record: a.record,
+          ...(a.over === undefined ? {} : { over: a.over }),
+        });
+        continue;
+      }
+      entry.results.push(a.result);
+      entry.record = a.record;
+      entry.over ??= a.over;
     }
-    for (const [sink, results] of bySink) {
+    for (const [sink, { results, record: after, over }] of bySink) {
       const ref = sink.ref;
-      const over = results.find((r) => r.over !== undefined)?.over;
       if (over !== undefined) {
         records.push(sink.record);
         conn.sendLine({ t: "err", code: "blob_refused", detail: over, ref });
         this.#localError(peer, "blob", over, ref);
         continue;
       }
-      const { ok, record } = await this.#sync(sink);
+      const { ok, record: failed } = await this.#sync(sink);
       const id = `${peer} ${ref}`;
       const held = this.#held ?? await this.#unfinishedBytes();
       if (sink.status === "active") held.set(id, { peer, bytes: sink.bytes });
       else held.delete(id);
-      records.push(record);
+      // The record as of this batch's last chunk (the sync covered it): the
+      // store then says exactly what the seen markers say.
+      records.push(ok ? after : failed);
       if (!ok) {
         this.#localError(peer, "blob", sink.detail ?? "cannot sync", ref);
         continue;

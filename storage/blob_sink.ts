@@ -129,6 +129,17 @@ export type ChunkResult =
     failed: boolean;
   };
 
+/** What {@linkcode BlobSink.append} did, and the record right after. */
+export interface Appended {
+  /** The chunk's result. */
+  result: ChunkResult;
+  /**
+   * The transfer's record just after this chunk: what to store with the
+   * chunk's seen marker once a later sync made it durable.
+   */
+  record: BlobRecord;
+}
+
 /** Status of a transfer, as in {@linkcode BlobRecord}. */
 export type BlobStatus = BlobRecord["status"];
 
@@ -411,7 +422,8 @@ export class BlobSink {
    * sync for all of them ({@linkcode append} each, then {@linkcode sync}).
    */
   async writeMany(chunks: ChunkInput[]): Promise<ChunkResult[]> {
-    const results = await Promise.all(chunks.map((c) => this.append(c)));
+    const appended = await Promise.all(chunks.map((c) => this.append(c)));
+    const results = appended.map((a) => a.result);
     const { ok } = await this.sync();
     if (ok) return results;
     // Nothing the caller records is durable: the transfer failed.
@@ -423,8 +435,9 @@ export class BlobSink {
 
   /**
    * Takes one chunk now: checks order, decodes and writes it at its offset
-   * (the file stays open), without a sync. Its bytes are durable only once
-   * a later {@linkcode sync} resolves: record and ack nothing before that.
+   * (the file stays open), without a sync; resolves with its result and the
+   * record just after it. Its bytes are durable only once a later
+   * {@linkcode sync} resolves: store that record and ack nothing before.
    * The last chunk is synced and renamed into place here. Calls run one at a
    * time, in call order. Never throws for bad input.
    *
@@ -439,8 +452,11 @@ export class BlobSink {
    * await Deno.remove(dir, { recursive: true });
    * ```
    */
-  append(chunk: ChunkInput): Promise<ChunkResult> {
-    return this.#queued(() => this.#write(chunk, this.#file));
+  append(chunk: ChunkInput): Promise<Appended> {
+    return this.#queued(async () => {
+      const result = await this.#write(chunk, this.#file);
+      return { result, record: this.record };
+    });
   }
 
   /**
