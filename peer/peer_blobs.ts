@@ -26,6 +26,7 @@ import {
   type ChunkResult,
 } from "../storage/blob_sink.ts";
 import { discardSpooled } from "../storage/spool.ts";
+import { releaseChunkBytes } from "../wire/chunk_line.ts";
 import { KEY_PREFIX } from "../wire/keys.ts";
 import { timestamp } from "../wire/time.ts";
 import type { BlobPart, Chunk } from "../wire/types.ts";
@@ -499,6 +500,7 @@ export class PeerBlobs {
         detail: over,
         repeat: false,
       };
+      if (bytes) releaseChunkBytes(bytes);
       return {
         sink,
         over,
@@ -507,6 +509,8 @@ export class PeerBlobs {
     }
     this.#touchedSinks.add(sink);
     const written = sink.append(bytes ? { ...chunk, bytes } : chunk);
+    // Written (or refused): the decoded buffer can take the next chunk.
+    if (bytes) void written.finally(() => releaseChunkBytes(bytes));
     return { sink, written };
   }
 

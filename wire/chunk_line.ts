@@ -12,8 +12,6 @@
  * @module
  */
 
-import { decodeBase64 } from "./base64.ts";
-
 const QUOTE = 0x22;
 const BRACE = 0x7d;
 /** `"data":` before the value's opening quote. */
@@ -68,18 +66,74 @@ export function splitChunkLine(bytes: Uint8Array): SplitChunkLine | undefined {
   // Only the standard alphabet (what the schema's pattern allows).
   if (text.includes("-") || text.includes("_")) return undefined;
   let message: unknown;
-  let data: Uint8Array;
+  let data: Uint8Array | undefined;
   try {
     // Duplicate keys: the last wins here as in the whole line.
     message = JSON.parse(`${head}"}`);
-    data = decodeBase64(text);
+    data = decodePooled(text);
   } catch {
     return undefined;
   }
+  if (!data) return undefined;
   if (
     message === null || typeof message !== "object" ||
     Array.isArray(message) || (message as { t?: unknown }).t !== "chunk"
   ) return undefined;
   const m = message as SplitChunkLine["message"];
   return { message: m, raw: `${head}"}`, bytes: data };
+}
+
+/** Decoded chunk buffers kept for reuse, and those handed out. */
+const free: ArrayBuffer[] = [];
+const pooled = new WeakSet<ArrayBuffer>();
+/** At most this many spare buffers (a receiver holds a few in flight). */
+const POOL_SIZE = 8;
+
+interface NativeSetFromBase64 {
+  setFromBase64(
+    text: string,
+    options: { alphabet: string; lastChunkHandling: string },
+  ): { read: number; written: number };
+}
+
+/**
+ * Standard base64 decoded into a reused buffer, or undefined when `text`
+ * is not exactly that (whitespace, bad padding...: the general path says
+ * what is wrong).
+ */
+function decodePooled(text: string): Uint8Array | undefined {
+  const pad = text.endsWith("==") ? 2 : text.endsWith("=") ? 1 : 0;
+  if (pad > 0 && text.length % 4 !== 0) return undefined;
+  const size = Math.floor((text.length - pad) * 3 / 4);
+  let buffer = free.pop();
+  if (!buffer || buffer.byteLength < size) {
+    buffer = new ArrayBuffer(Math.max(size, 262144));
+    pooled.add(buffer);
+  }
+  const view = new Uint8Array(buffer, 0, size);
+  const { read, written } = (view as unknown as NativeSetFromBase64)
+    .setFromBase64(text, { alphabet: "base64", lastChunkHandling: "loose" });
+  // Skipped whitespace or stopped early: not ours to accept here.
+  if (read !== text.length || written !== size) {
+    releaseChunkBytes(view);
+    return undefined;
+  }
+  return view;
+}
+
+/**
+ * Hands the bytes of a {@linkcode splitChunkLine} back for reuse once they
+ * are written and nothing else holds them (others are ignored).
+ *
+ * @example
+ * ```ts
+ * import { releaseChunkBytes } from "./chunk_line.ts";
+ * releaseChunkBytes(new Uint8Array(4)); // not pooled: ignored
+ * ```
+ */
+export function releaseChunkBytes(bytes: Uint8Array): void {
+  const buffer = bytes.buffer as ArrayBuffer;
+  if (!pooled.has(buffer) || free.length >= POOL_SIZE) return;
+  if (free.includes(buffer)) return;
+  free.push(buffer);
 }
