@@ -76,6 +76,9 @@ export class ChunkFramer {
       throw new BlobSourceError(entry.id, "outbox entry has no chunk source");
     }
     const bytes = await this.#readAt(source.path, source.offset, source.length);
+    // The blob's last chunk: let go of its file (the spool removes it once
+    // acked, and an open handle would keep its disk space).
+    if (entry.fields.last === true) this.close();
     const data = (bytes as unknown as NativeBase64).toBase64();
     // Envelope first, as on every line we write; data last.
     const { t, ...rest } = entry.fields;
