@@ -102,9 +102,11 @@ interface NativeSetFromBase64 {
  * what is wrong).
  */
 function decodePooled(text: string): Uint8Array | undefined {
+  // Padded to whole groups (as we write it): then any skipped whitespace
+  // shows as fewer bytes written than the length says.
+  if (text.length % 4 !== 0) return undefined;
   const pad = text.endsWith("==") ? 2 : text.endsWith("=") ? 1 : 0;
-  if (pad > 0 && text.length % 4 !== 0) return undefined;
-  const size = Math.floor((text.length - pad) * 3 / 4);
+  const size = text.length / 4 * 3 - pad;
   let buffer = free.pop();
   if (!buffer || buffer.byteLength < size) {
     buffer = new ArrayBuffer(Math.max(size, 262144));
