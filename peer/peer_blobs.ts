@@ -507,10 +507,23 @@ export class PeerBlobs {
         written: Promise.resolve({ result: refused, record: sink.record }),
       };
     }
+    // Counted now, so the next arrival's budget sees it.
+    const held = this.#held ?? await this.#unfinishedBytes();
+    held.set(id, {
+      peer,
+      bytes: Math.max(sink.bytes, held.get(id)?.bytes ?? 0) + adding,
+    });
     this.#touchedSinks.add(sink);
     const written = sink.append(bytes ? { ...chunk, bytes } : chunk);
     // Written (or refused): the decoded buffer can take the next chunk.
     if (bytes) void written.finally(() => releaseChunkBytes(bytes));
+    // A replayed (or bad) chunk wrote nothing: uncount it.
+    void written.then(({ result }) => {
+      const h = held.get(id);
+      if (h && result.kind === "error") {
+        held.set(id, { peer, bytes: Math.max(sink.bytes, h.bytes - adding) });
+      }
+    }, () => {});
     return { sink, written };
   }
 
@@ -604,9 +617,10 @@ export class PeerBlobs {
       }
       const { ok, record: failed } = await this.#sync(sink);
       const id = `${peer} ${ref}`;
-      const held = this.#held ?? await this.#unfinishedBytes();
-      if (sink.status === "active") held.set(id, { peer, bytes: sink.bytes });
-      else held.delete(id);
+      // Active ones were counted on arrival.
+      if (sink.status !== "active") {
+        (this.#held ?? await this.#unfinishedBytes()).delete(id);
+      }
       // The record as of this batch's last chunk (the sync covered it): the
       // store then says exactly what the seen markers say.
       records.push(ok ? after : failed);
@@ -749,15 +763,18 @@ export class PeerBlobs {
     if (sink.status !== "active") return;
     // Synchronous once loaded: this runs for every batch of chunks.
     const held = this.#held ?? await this.#unfinishedBytes();
+    const id = `${peer} ${ref}`;
     let mine = 0;
     let all = 0;
-    for (const [id, h] of held) {
-      if (id === `${peer} ${ref}`) continue; // counted as sink.bytes
+    for (const [other, h] of held) {
+      if (other === id) continue; // counted below
       all += h.bytes;
       if (h.peer === peer) mine += h.bytes;
     }
-    mine += sink.bytes + adding;
-    all += sink.bytes + adding;
+    // Taken on arrival, maybe not written yet: the held count runs ahead.
+    const current = Math.max(sink.bytes, held.get(id)?.bytes ?? 0);
+    mine += current + adding;
+    all += current + adding;
     if (mine > this.#perPeer) {
       return `blob ${ref} refused: unfinished blobs from this peer would pass ${this.#perPeer} bytes`;
     }

@@ -610,10 +610,18 @@ export class BlobSink {
       // earlier attempt are overwritten, and synced (by writeMany, once for
       // the batch) before the caller records or acks anything.
       const file = await io.open();
-      await file.seek(this.#bytes, Deno.SeekMode.Start);
+      // Seeks only when not already there (a fresh handle, or after an
+      // error): chunks of one batch follow each other.
+      if (io.position !== this.#bytes) {
+        io.position = -1;
+        await file.seek(this.#bytes, Deno.SeekMode.Start);
+        io.position = this.#bytes;
+      }
       let done = 0;
       while (done < bytes.length) {
-        done += await file.write(bytes.subarray(done));
+        const n = await file.write(bytes.subarray(done));
+        done += n;
+        io.position += n;
       }
       io.dirtyBytes += bytes.length;
       if (chunk.last) {
@@ -624,6 +632,7 @@ export class BlobSink {
         io.close();
       }
     } catch (error) {
+      io.position = -1;
       const detail =
         `blob ${this.#ref} chunk ${n}: cannot write ${this.#temp}: ${
           errorText(error)
@@ -725,6 +734,8 @@ class SinkFile {
   #file: Deno.FsFile | undefined;
   /** Bytes written since the last sync. */
   dirtyBytes = 0;
+  /** Where the next write goes (-1: unknown, seek first). */
+  position = -1;
 
   constructor(path: string) {
     this.#path = path;
@@ -754,5 +765,6 @@ class SinkFile {
     } catch { /* already closed */ }
     this.#file = undefined;
     this.dirtyBytes = 0;
+    this.position = -1;
   }
 }
