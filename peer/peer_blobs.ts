@@ -18,6 +18,7 @@ import {
   outgoingBlobMachine,
   sinkEvent,
 } from "../actors/blob_machine.ts";
+import { BlobBudget, type UnfinishedBlobLimits } from "./blob_budget.ts";
 import type { PeerEvent, ReceivedBlob } from "./peer_events.ts";
 import type { BlobRecord, OutboxEntry, Store } from "../storage/store.ts";
 import {
@@ -53,28 +54,10 @@ function peerDir(key: string): string {
   return key.startsWith(KEY_PREFIX) ? key.slice(KEY_PREFIX.length) : key;
 }
 
-/**
- * Bounds on unfinished incoming blobs (chunks received, blob not complete):
- * a chunk that would pass one is refused (err blob_refused) and its blob's
- * temp file removed; one untouched for `ttlMs` is dropped by
- * {@link PeerBlobs.expireUnfinished}.
- */
-export interface UnfinishedBlobLimits {
-  /** Per peer, bytes (default 512 MiB, at least the blob limit). */
-  perPeer?: number;
-  /** All peers together, bytes (default 2 GiB, at least the per-peer bound). */
-  total?: number;
-  /** Dropped after this long without a chunk, ms (default 1 h). */
-  ttlMs?: number;
-}
-
-/** Defaults of {@link UnfinishedBlobLimits}. */
-export const DEFAULT_UNFINISHED: Readonly<Required<UnfinishedBlobLimits>> =
-  Object.freeze({
-    perPeer: 512 * 1024 * 1024,
-    total: 2 * 1024 * 1024 * 1024,
-    ttlMs: 3_600_000,
-  });
+export {
+  DEFAULT_UNFINISHED,
+  type UnfinishedBlobLimits,
+} from "./blob_budget.ts";
 
 /** What {@link PeerBlobs} needs from its Peer. */
 export interface PeerBlobsOptions {
@@ -126,20 +109,13 @@ export class PeerBlobs {
   #writeWaiters: Array<() => void> = [];
   /** Sinks written since their last sync. */
   #touchedSinks = new Set<BlobSink>();
-  /** Bytes held by unfinished incoming blobs, by `${peer} ${ref}`. */
-  #unfinished:
-    | Promise<Map<string, { peer: string; bytes: number }>>
-    | undefined;
-  /** `#unfinished`, once loaded. */
+  /** Bounds on unfinished blobs, and the bytes they hold. */
+  #budget: BlobBudget;
   /**
    * Our blobs the remote refused (`peer ref` → detail): the err can come
    * before the transfer's actor exists and before the msg's ack.
    */
   #refusedOut = new Map<string, string>();
-  #held: Map<string, { peer: string; bytes: number }> | undefined;
-  #perPeer: number;
-  #total: number;
-  #ttlMs: number;
   /** Transfer actors by `${peer} ${ref}`, one Map per direction. */
   #outBlobs = new Map<string, Promise<OutBlobActor>>();
   #inBlobs = new Map<string, Promise<InBlobActor>>();
@@ -154,15 +130,11 @@ export class PeerBlobs {
     this.#store = options.store;
     this.#maxBlob = options.maxBlobBytes;
     this.#blobsDir = options.blobsDir;
-    const u = options.unfinished ?? {};
-    this.#perPeer = Math.max(
-      u.perPeer ?? DEFAULT_UNFINISHED.perPeer,
+    this.#budget = new BlobBudget(
+      options.store,
       this.#maxBlob,
+      options.unfinished,
     );
-    this.#total = Math.max(u.total ?? DEFAULT_UNFINISHED.total, this.#perPeer);
-    this.#ttlMs = u.ttlMs ?? DEFAULT_UNFINISHED.ttlMs;
-    // Loaded ahead, so the first chunk does not wait for the scan.
-    this.#unfinishedBytes().catch(() => this.#unfinished = undefined);
     this.#inspect = options.inspect;
   }
 
@@ -401,13 +373,7 @@ export class PeerBlobs {
   /** A replayed msg's blob: as stored, or finished now if it can be. */
   async replay(peer: string, part: BlobPart): Promise<ReceivedBlob> {
     const record = await this.#store.blob(peer, part.ref, "in");
-    const base: ReceivedBlob = {
-      ref: part.ref,
-      size: part.size,
-      status: "missing",
-      ...(part.name !== undefined ? { name: part.name } : {}),
-      ...(part.mime !== undefined ? { mime: part.mime } : {}),
-    };
+    const base = missingBlob(part);
     switch (record?.status) {
       case "complete":
         return {
@@ -486,11 +452,13 @@ export class PeerBlobs {
     const id = `${peer} ${chunk.ref}`;
     const sink = await this.#sinkFor(peer, chunk.ref, chunk.th);
     const adding = bytes?.byteLength ?? decodedBytes([chunk]);
-    const over = await this.#overBudget(peer, chunk.ref, adding, sink);
+    const over = sink.status === "active"
+      ? await this.#budget.over(peer, chunk.ref, adding, sink.bytes)
+      : undefined;
     if (over !== undefined) {
       await sink.discard();
       this.#sinks.delete(id);
-      (this.#held ?? await this.#unfinishedBytes()).delete(id);
+      await this.#budget.drop(peer, chunk.ref);
       // The err goes out with the chunk's batch (takeChunks).
       const refused: ChunkResult = {
         kind: "refused",
@@ -508,20 +476,15 @@ export class PeerBlobs {
       };
     }
     // Counted now, so the next arrival's budget sees it.
-    const held = this.#held ?? await this.#unfinishedBytes();
-    held.set(id, {
-      peer,
-      bytes: Math.max(sink.bytes, held.get(id)?.bytes ?? 0) + adding,
-    });
+    await this.#budget.add(peer, chunk.ref, sink.bytes, adding);
     this.#touchedSinks.add(sink);
     const written = sink.append(bytes ? { ...chunk, bytes } : chunk);
     // Written (or refused): the decoded buffer can take the next chunk.
     if (bytes) void written.finally(() => releaseChunkBytes(bytes));
     // A replayed (or bad) chunk wrote nothing: uncount it.
     void written.then(({ result }) => {
-      const h = held.get(id);
-      if (h && result.kind === "error") {
-        held.set(id, { peer, bytes: Math.max(sink.bytes, h.bytes - adding) });
+      if (result.kind === "error") {
+        this.#budget.uncount(peer, chunk.ref, sink.bytes, adding);
       }
     }, () => {});
     return { sink, written };
@@ -616,11 +579,8 @@ export class PeerBlobs {
         continue;
       }
       const { ok, record: failed } = await this.#sync(sink);
-      const id = `${peer} ${ref}`;
       // Active ones were counted on arrival.
-      if (sink.status !== "active") {
-        (this.#held ?? await this.#unfinishedBytes()).delete(id);
-      }
+      if (sink.status !== "active") await this.#budget.drop(peer, ref);
       // The record as of this batch's last chunk (the sync covered it): the
       // store then says exactly what the seen markers say.
       records.push(ok ? after : failed);
@@ -662,13 +622,7 @@ export class PeerBlobs {
     part: BlobPart,
     conn?: Connection,
   ): Promise<ReceivedBlob> {
-    const base: ReceivedBlob = {
-      ref: part.ref,
-      size: part.size,
-      status: "missing",
-      ...(part.name !== undefined ? { name: part.name } : {}),
-      ...(part.mime !== undefined ? { mime: part.mime } : {}),
-    };
+    const base = missingBlob(part);
     const id = `${peer} ${part.ref}`;
     let sink = await this.#sinks.get(id)?.catch(() => undefined);
     if (!sink) {
@@ -738,76 +692,12 @@ export class PeerBlobs {
     }
   }
 
-  /** The unfinished incoming blobs' bytes, loaded from the store once. */
-  #unfinishedBytes(): Promise<Map<string, { peer: string; bytes: number }>> {
-    this.#unfinished ??= this.#store.blobs().then((records) => {
-      if (this.#held) return this.#held;
-      const held = new Map<string, { peer: string; bytes: number }>();
-      for (const r of records) {
-        if (r.dir === "in" && r.status === "active") {
-          held.set(`${r.peer} ${r.ref}`, { peer: r.peer, bytes: r.bytes });
-        }
-      }
-      return this.#held = held;
-    });
-    return this.#unfinished;
-  }
-
-  /** Why `adding` more bytes of blob `ref` may not be written, or undefined. */
-  async #overBudget(
-    peer: string,
-    ref: string,
-    adding: number,
-    sink: BlobSink,
-  ): Promise<string | undefined> {
-    if (sink.status !== "active") return;
-    // Synchronous once loaded: this runs for every batch of chunks.
-    const held = this.#held ?? await this.#unfinishedBytes();
-    const id = `${peer} ${ref}`;
-    let mine = 0;
-    let all = 0;
-    for (const [other, h] of held) {
-      if (other === id) continue; // counted below
-      all += h.bytes;
-      if (h.peer === peer) mine += h.bytes;
-    }
-    // Taken on arrival, maybe not written yet: the held count runs ahead.
-    const current = Math.max(sink.bytes, held.get(id)?.bytes ?? 0);
-    mine += current + adding;
-    all += current + adding;
-    if (mine > this.#perPeer) {
-      return `blob ${ref} refused: unfinished blobs from this peer would pass ${this.#perPeer} bytes`;
-    }
-    if (all > this.#total) {
-      return `blob ${ref} refused: unfinished blobs would pass ${this.#total} bytes in total`;
-    }
-    return undefined;
-  }
-
   /**
    * Why `adding` more bytes of outgoing blobs to `peer` (a served result)
-   * may not be spooled: its unacked outgoing blobs would pass the per-peer
-   * or the total bound (the same as for unfinished incoming ones). Else
-   * undefined.
+   * may not be spooled, or undefined (see {@link BlobBudget.outgoingOver}).
    */
-  async outgoingOver(
-    peer: string,
-    adding: number,
-  ): Promise<string | undefined> {
-    let mine = adding;
-    let all = adding;
-    for (const b of await this.#store.blobs()) {
-      if (b.dir !== "out" || b.status !== "active") continue;
-      all += b.size;
-      if (b.peer === peer) mine += b.size;
-    }
-    if (mine > this.#perPeer) {
-      return `unacked blobs to this peer would pass ${this.#perPeer} bytes`;
-    }
-    if (all > this.#total) {
-      return `unacked blobs would pass ${this.#total} bytes in total`;
-    }
-    return undefined;
+  outgoingOver(peer: string, adding: number): Promise<string | undefined> {
+    return this.#budget.outgoingOver(peer, adding);
   }
 
   /**
@@ -816,7 +706,7 @@ export class PeerBlobs {
    * with how many went.
    */
   async expireUnfinished(now = Date.now()): Promise<number> {
-    const cutoff = now - this.#ttlMs;
+    const cutoff = now - this.#budget.ttlMs;
     let count = 0;
     for (const r of await this.#store.blobs()) {
       if (r.dir !== "in" || r.status !== "active" || r.updated >= cutoff) {
@@ -828,7 +718,7 @@ export class PeerBlobs {
         await this.#store.putBlob(sink.record);
       } catch { /* its file is gone already */ }
       this.#sinks.delete(`${r.peer} ${r.ref}`);
-      (await this.#unfinishedBytes()).delete(`${r.peer} ${r.ref}`);
+      await this.#budget.drop(r.peer, r.ref);
       count++;
     }
     return count;
@@ -843,4 +733,15 @@ function decodedBytes(chunks: Array<Chunk & { bytes?: Uint8Array }>): number {
       (typeof m.data === "string" ? Math.floor(m.data.length * 3 / 4) : 0);
   }
   return n;
+}
+
+/** What a msg's blob part says, as a blob not (yet) received. */
+function missingBlob(part: BlobPart): ReceivedBlob {
+  return {
+    ref: part.ref,
+    size: part.size,
+    status: "missing",
+    ...(part.name !== undefined ? { name: part.name } : {}),
+    ...(part.mime !== undefined ? { mime: part.mime } : {}),
+  };
 }
