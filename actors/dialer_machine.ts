@@ -37,6 +37,7 @@
  */
 
 import { assign, fromPromise, not, setup } from "npm:xstate@^5.33.3";
+import { errorText } from "../wire/error_text.ts";
 
 /** Backoff and grace settings, in ms. */
 export interface DialerTiming {
@@ -159,8 +160,7 @@ export function backoffDelay(
  * ```
  */
 export function isRefusal(error: unknown): boolean {
-  const text = error instanceof Error ? error.message : String(error);
-  return /: (connection refused|no such socket)$/.test(text.split("\n")[0]);
+  return /: (connection refused|no such socket)$/.test(errorText(error));
 }
 
 /**
@@ -243,9 +243,7 @@ export const dialerMachine = setup({
       refused: ({ event }) => isRefusal((event as { error?: unknown }).error),
       downSince: ({ context }) => context.downSince ?? context.now(),
       lastError: ({ event }) => {
-        const error = (event as { error?: unknown }).error;
-        const text = error instanceof Error ? error.message : String(error);
-        return text.split("\n")[0];
+        return errorText((event as { error?: unknown }).error);
       },
     }),
     resetAttempts: assign({

@@ -31,6 +31,7 @@ import { MemoryStore } from "../storage/memory_store.ts";
 import { Signer } from "../wire/keys.ts";
 import { InspectionHub } from "../inspector/inspection_hub.ts";
 import { readMemory } from "./proc_memory.ts";
+import { errorText } from "../wire/error_text.ts";
 
 function out(value: Record<string, unknown>): void {
   console.log(JSON.stringify(value));
@@ -49,12 +50,6 @@ function intFlag(name: string, fallback: number): number {
     Deno.exit(2);
   }
   return n;
-}
-
-function errorText(error: unknown): string {
-  return (error instanceof Error ? error.message : String(error)).split(
-    "\n",
-  )[0];
 }
 
 const addr = flag("addr");

@@ -42,6 +42,7 @@ import { inspectionWorkload } from "./workloads/inspection.ts";
 import { microWorkload } from "./workloads/micro.ts";
 import { hostileWorkload } from "./workloads/hostile.ts";
 import { websocketWorkload } from "./workloads/websocket.ts";
+import { pathExists } from "../tests/helpers/path_exists.ts";
 
 /** Every workload, in run order. */
 export const WORKLOADS: readonly Workload[] = [
@@ -142,15 +143,6 @@ function parseCli(args: string[]): Cli {
   return cli;
 }
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 function fmt(n: number): string {
   if (!Number.isFinite(n)) return String(n);
   const abs = Math.abs(n);
@@ -243,7 +235,7 @@ async function runOne(ctx: BenchContext, w: Workload): Promise<WorkloadResult> {
 async function main(args: string[]): Promise<number> {
   const cli = parseCli(args);
   const peer = cli.peer ??
-    (await exists(`${ROOT}cli/driver.ts`) ? "driver" : "child");
+    (await pathExists(`${ROOT}cli/driver.ts`) ? "driver" : "child");
   const runs = cli.runs ?? (cli.quick ? 1 : 3);
   const selected = WORKLOADS.filter((w) =>
     cli.only ? cli.only.includes(w.name) : !(cli.quick && w.name === "micro")

@@ -8,6 +8,7 @@
 
 import { UsageError } from "./args.ts";
 import { expandShortAddress, parseAddress } from "../wire/address.ts";
+import { errorText } from "../wire/error_text.ts";
 
 /** Text that claims to be an address by its scheme. */
 const SCHEME = /^(tcp|unix|wss?):/i;
@@ -33,7 +34,7 @@ export function addressArg(text: string, addressOnly = false): string {
     parseAddress(address);
   } catch (error) {
     throw new UsageError(
-      error instanceof Error ? error.message : String(error),
+      errorText(error),
     );
   }
   return address;

@@ -26,6 +26,7 @@ import {
 } from "./config_edit.ts";
 import { resolveHome } from "./home.ts";
 import { selfCommand } from "./self_command.ts";
+import { errorText } from "../wire/error_text.ts";
 
 /** How `awp mcp` and `awp hook` are started by a harness. */
 export interface AwpCommands {
@@ -273,7 +274,7 @@ async function readMaybe(path: string): Promise<string | undefined> {
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return undefined;
     throw new Error(
-      `cannot read ${path}: ${error instanceof Error ? error.message : error}`,
+      `cannot read ${path}: ${errorText(error)}`,
     );
   }
 }
@@ -475,7 +476,7 @@ export async function bootstrapMain(argv: string[]): Promise<number> {
       changes = await plan(h, home, awp, uninstall);
     } catch (error) {
       console.error(
-        `awp: ${h.id}: ${error instanceof Error ? error.message : error}`,
+        `awp: ${h.id}: ${errorText(error)}`,
       );
       failed++;
       continue;
@@ -504,9 +505,7 @@ export async function bootstrapMain(argv: string[]): Promise<number> {
         await apply(c);
       } catch (error) {
         console.error(
-          `awp: ${h.id}: cannot write ${shown}: ${
-            error instanceof Error ? error.message : error
-          }`,
+          `awp: ${h.id}: cannot write ${shown}: ${errorText(error)}`,
         );
         failed++;
         continue;

@@ -8,6 +8,8 @@
  * @module
  */
 
+import { errorText } from "../wire/error_text.ts";
+
 /** A JSON object as read from a config file. */
 export type JsonObject = Record<string, unknown>;
 
@@ -59,9 +61,7 @@ export function parseJsonObject(
     value = JSON.parse(text);
   } catch (error) {
     throw new Error(
-      `${path} is not valid JSON (${
-        error instanceof Error ? error.message.split("\n")[0] : error
-      }); left unchanged`,
+      `${path} is not valid JSON (${errorText(error)}); left unchanged`,
     );
   }
   if (!isObject(value)) {

@@ -11,6 +11,7 @@
 
 import { LineReader } from "../wire/line_reader.ts";
 import { ensureSocketDir } from "./home.ts";
+import { errorText } from "../wire/error_text.ts";
 
 /** One request to the daemon. */
 export interface ControlRequest {
@@ -60,10 +61,6 @@ export type ControlHandler = (
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
-
-function firstLine(text: string): string {
-  return text.split("\n")[0];
-}
 
 /** The listening side, in the daemon. */
 export class ControlServer {
@@ -210,8 +207,7 @@ function errorReply(
   error: unknown,
 ): { ok: false; error: string; code: number } {
   const code = error instanceof ControlError ? error.code : 1;
-  const message = error instanceof Error ? error.message : String(error);
-  return { ok: false, error: firstLine(message), code };
+  return { ok: false, error: errorText(error), code };
 }
 
 function parseRequest(text: string): ControlRequest {

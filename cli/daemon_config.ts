@@ -8,6 +8,7 @@
 
 import { isKey } from "../wire/keys.ts";
 import { parseAddress } from "../wire/address.ts";
+import { errorText } from "../wire/error_text.ts";
 
 /** The fields of `${home}/config.json`. */
 export interface DaemonFileConfig {
@@ -77,7 +78,7 @@ export async function readDaemonConfig(
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return {};
     throw new DaemonConfigError(
-      `cannot read ${path}: ${error instanceof Error ? error.message : error}`,
+      `cannot read ${path}: ${errorText(error)}`,
     );
   }
   let raw: unknown;
@@ -85,9 +86,7 @@ export async function readDaemonConfig(
     raw = JSON.parse(text);
   } catch (error) {
     throw new DaemonConfigError(
-      `${path} is not JSON: ${
-        (error instanceof Error ? error.message : String(error)).split("\n")[0]
-      }`,
+      `${path} is not JSON: ${errorText(error)}`,
     );
   }
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
@@ -115,9 +114,7 @@ export async function readDaemonConfig(
         parseAddress(a);
       } catch (error) {
         throw new DaemonConfigError(
-          `${path}: "listen": ${
-            error instanceof Error ? error.message : error
-          }`,
+          `${path}: "listen": ${errorText(error)}`,
         );
       }
     });

@@ -13,8 +13,9 @@ import {
   parseBoundFlags,
 } from "./bound_flags.ts";
 import { type Args, type FlagSpec, UsageError } from "./args.ts";
-import { isKey } from "../wire/keys.ts";
+import { isKey } from "../wire/key_text.ts";
 import { addressArg } from "./address_arg.ts";
+import { errorText } from "../wire/error_text.ts";
 
 /**
  * Flags of the daemon. `up` takes all of them but `--log`.
@@ -249,7 +250,7 @@ export function daemonFlagValues(args: Args): DaemonFlagValues {
       return addressArg(addr, true);
     } catch (error) {
       throw new UsageError(
-        `bad --${flag}: ${error instanceof Error ? error.message : error}`,
+        `bad --${flag}: ${errorText(error)}`,
       );
     }
   };

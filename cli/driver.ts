@@ -22,6 +22,7 @@ import { checkStoreUrl } from "./daemon_flags.ts";
 import { openPeer } from "./open_peer.ts";
 import { LineWriter } from "./line_writer.ts";
 import { kvAvailable, reexecWithKv } from "./self_command.ts";
+import { errorText } from "../wire/error_text.ts";
 
 /**
  * The usage text of `awp driver`.
@@ -94,12 +95,6 @@ function writeLine(
   while (off < bytes.length) off += stream.writeSync(bytes.subarray(off));
 }
 
-function oneLine(error: unknown): string {
-  return (error instanceof Error ? error.message : String(error)).split(
-    "\n",
-  )[0];
-}
-
 function positiveNumber(
   text: string | undefined,
   flag: string,
@@ -142,7 +137,7 @@ export async function driverMain(args: string[]): Promise<number> {
     const store = parsed.string("store");
     if (store !== undefined) checkStoreUrl(store);
   } catch (error) {
-    writeLine(Deno.stderr, `awp: ${oneLine(error)}`);
+    writeLine(Deno.stderr, `awp: ${errorText(error)}`);
     return 2;
   }
   const reexec = await reexecWithKv(["driver", ...args]);
@@ -171,7 +166,7 @@ export async function driverMain(args: string[]): Promise<number> {
       throw new UsageError(`bad --after "${after}": give a seq (an integer)`);
     }
   } catch (error) {
-    writeLine(Deno.stderr, `awp: ${oneLine(error)}`);
+    writeLine(Deno.stderr, `awp: ${errorText(error)}`);
     return 2;
   }
   const driver = new Driver({
@@ -267,7 +262,9 @@ class Driver {
         `awp: ${
           error instanceof StoreUnavailableError
             ? error.message
-            : `cannot open ${this.#o.store ?? this.#o.home}: ${oneLine(error)}`
+            : `cannot open ${this.#o.store ?? this.#o.home}: ${
+              errorText(error)
+            }`
         }`,
       );
       return 1;
@@ -309,7 +306,7 @@ class Driver {
         });
       }
     } catch (error) {
-      this.#error(`${mode} ${addr}: ${oneLine(error)}`);
+      this.#error(`${mode} ${addr}: ${errorText(error)}`);
       await this.#peer.close().catch(() => {});
       await this.#out.flush();
       return 1;
@@ -340,7 +337,7 @@ class Driver {
       }
       if (buffer.trim() !== "") this.#command(buffer.trim());
     } catch (error) {
-      if (this.#o.verbose) writeLine(Deno.stderr, `stdin: ${oneLine(error)}`);
+      if (this.#o.verbose) writeLine(Deno.stderr, `stdin: ${errorText(error)}`);
     }
     // Closing stdin does not stop the peer.
   }
@@ -357,7 +354,7 @@ class Driver {
       }
       cmd = value as DriverCommand;
     } catch (error) {
-      this.#error(`bad command: ${oneLine(error)}`);
+      this.#error(`bad command: ${errorText(error)}`);
       return;
     }
     if (this.#o.verbose) {
@@ -421,13 +418,13 @@ class Driver {
 
   #enqueue(cmd: DriverCommand): void {
     this.#chain = this.#chain.then(() => this.#execute(cmd)).catch((error) =>
-      this.#error(`${cmd.cmd}: ${oneLine(error)}`)
+      this.#error(`${cmd.cmd}: ${errorText(error)}`)
     );
   }
 
   /** Reports a command's failure once its promise settles. */
   #background(cmd: DriverCommand, work: Promise<void>): void {
-    work.catch((error) => this.#error(`${cmd.cmd}: ${oneLine(error)}`));
+    work.catch((error) => this.#error(`${cmd.cmd}: ${errorText(error)}`));
   }
 
   async #execute(cmd: DriverCommand): Promise<void> {
@@ -526,7 +523,7 @@ class Driver {
       try {
         await this.#onEvent(ev);
       } catch (error) {
-        this.#error(`event: ${oneLine(error)}`);
+        this.#error(`event: ${errorText(error)}`);
       }
     }
   }

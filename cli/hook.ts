@@ -26,6 +26,7 @@ import {
   wrapUntrusted,
 } from "./agent_text.ts";
 import type { InboxItem, StatusResult, ThreadRow } from "./protocol.ts";
+import { errorText } from "../wire/error_text.ts";
 
 /** The harness hook output shapes. */
 export type HookFormat = "claude" | "codex" | "gemini" | "cursor" | "text";
@@ -326,9 +327,7 @@ export async function hookMain(argv: string[]): Promise<number> {
     // A hook must not break the session: say why on stderr, print nothing.
     const why = deadline.aborted
       ? `the daemon did not answer within ${HOOK_DEADLINE_MS / 1000}s`
-      : error instanceof Error
-      ? error.message
-      : String(error);
+      : errorText(error);
     console.error(`awp hook: ${why}`);
     return 0;
   }
@@ -344,7 +343,7 @@ if (import.meta.main) {
     const argv = Deno.args[0] === "hook" ? Deno.args.slice(1) : Deno.args;
     Deno.exit(await hookMain(argv));
   } catch (error) {
-    console.error(`awp: ${error instanceof Error ? error.message : error}`);
+    console.error(`awp: ${errorText(error)}`);
     Deno.exit(error instanceof UsageError ? 2 : 1);
   }
 }

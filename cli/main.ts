@@ -8,7 +8,8 @@
 
 import config from "../deno.json" with { type: "json" };
 import { type FlagSpec, parseArgs, UsageError } from "./args.ts";
-import { COMMANDS, makeContext } from "./commands.ts";
+import { COMMANDS } from "./commands.ts";
+import { makeContext } from "./command.ts";
 import { ControlError } from "./control.ts";
 import {
   DAEMON_CONFIG_HELP,
@@ -18,6 +19,7 @@ import {
 import { resolveHome } from "./home.ts";
 import { Output } from "./output.ts";
 import { kvAvailable, reexecWithKv } from "./self_command.ts";
+import { errorText } from "../wire/error_text.ts";
 
 /**
  * The package version and protocol, as `version` prints them.
@@ -286,7 +288,7 @@ export async function main(argv: string[]): Promise<number> {
       out.error(error.message);
       return error.code;
     }
-    out.error(error instanceof Error ? error.message : String(error));
+    out.error(errorText(error));
     return 1;
   }
 }

@@ -8,11 +8,17 @@
  */
 
 import { parseDuration, UsageError } from "./args.ts";
-import type { Command, CommandContext } from "./commands.ts";
+import {
+  atMostPositionals,
+  type Command,
+  type CommandContext,
+  printAnswer,
+} from "./command.ts";
 import { ControlError } from "./control.ts";
 import type { RequestResult } from "./protocol.ts";
 import type { ReceivedBlob } from "../peer/peer_events.ts";
 import { decodeBase64, encodeBase64 } from "../wire/base64.ts";
+import { errorText } from "../wire/error_text.ts";
 
 /** How long `cat`, `put` and `ls` wait for the answer by default. */
 const FS_TIMEOUT = "1m";
@@ -70,7 +76,7 @@ async function readRemote(
 function needPeerAndPath(ctx: CommandContext, what: string): string {
   const p = ctx.args.positionals;
   if (p.length < 2) throw new UsageError(`missing peer and ${what}`);
-  if (p.length > 2) throw new UsageError(`unexpected argument "${p[2]}"`);
+  atMostPositionals(ctx.args, 2);
   return p[1];
 }
 
@@ -219,9 +225,7 @@ export const PROFILE_COMMANDS: Record<string, Command> = {
           `cannot read ${from}: ${
             error instanceof Deno.errors.NotFound
               ? "no such file"
-              : error instanceof Error
-              ? error.message
-              : String(error)
+              : errorText(error)
           }`,
         );
       }
@@ -240,12 +244,11 @@ export const PROFILE_COMMANDS: Record<string, Command> = {
         ...(ctx.args.bool("mkdir") ? { mkdir: true } : {}),
         ...(ctx.args.bool("append") ? { append: true } : {}),
       }, parseDuration(ctx.args.string("timeout") ?? FS_TIMEOUT));
-      if (ctx.out.json) ctx.out.value(reply);
-      else {
-        ctx.out.line(
-          `wrote ${reply.result?.written ?? bytes.length} bytes to ${path}`,
-        );
-      }
+      printAnswer(
+        ctx.out,
+        reply,
+        (r) => `wrote ${r.result?.written ?? bytes.length} bytes to ${path}`,
+      );
       return 0;
     },
   },
@@ -257,14 +260,14 @@ export const PROFILE_COMMANDS: Record<string, Command> = {
     async run(ctx) {
       const p = ctx.args.positionals;
       if (p.length < 1) throw new UsageError("missing peer");
-      if (p.length > 2) throw new UsageError(`unexpected argument "${p[2]}"`);
+      atMostPositionals(ctx.args, 2);
       const path = p[1] ?? ".";
-      const reply = await readRemote(ctx, path);
-      const r = reply.result ?? {};
-      if (ctx.out.json) ctx.out.value(reply);
-      else if (Array.isArray(r.entries)) {
-        for (const e of r.entries) ctx.out.line(String(e));
-      } else ctx.out.line(String(r.path ?? path)); // a file: its own name, as ls does
+      printAnswer(ctx.out, await readRemote(ctx, path), (reply) => {
+        const r = reply.result ?? {};
+        return Array.isArray(r.entries)
+          ? r.entries.map(String)
+          : String(r.path ?? path); // a file: its own name, as ls does
+      });
       return 0;
     },
   },

@@ -6,12 +6,12 @@
  * @module
  */
 
-import { EXEC_RESULT_MIME } from "../profile/exec_runner.ts";
 import {
+  EXEC_RESULT_MIME,
   FS_READ_RESULT_MIME,
   FS_WRITE_RESULT_MIME,
-} from "../profile/fs_access.ts";
-import { REQUEST_MIMES } from "../profile/profile.ts";
+  REQUEST_MIMES,
+} from "../profile/mimes.ts";
 
 /** A part as it comes from the log: only what is shown is read. */
 export interface ShownPart {

@@ -5,6 +5,8 @@
  * @module
  */
 
+import { errorText } from "../wire/error_text.ts";
+
 /** The PEM texts, shaped as the Peer's options. */
 export interface TlsTexts {
   /** Extra CA certificates trusted when dialing wss. */
@@ -33,8 +35,7 @@ export async function readTlsFiles(
     try {
       return await Deno.readTextFile(path);
     } catch (error) {
-      const why = error instanceof Error ? error.message : String(error);
-      throw new Error(`--${flag} ${path}: ${why.split("\n")[0]}`);
+      throw new Error(`--${flag} ${path}: ${errorText(error)}`);
     }
   };
   const out: TlsTexts = {};

@@ -17,6 +17,7 @@ import type {
   Observer,
 } from "npm:xstate@^5.33.3";
 import { type JsonValue, toJsonSafe } from "./to_json_safe.ts";
+import { machineDefinition, type MachineLike } from "./machine_definition.ts";
 
 /** Lifecycle of an actor as last seen. */
 export type ActorStatus = "active" | "done" | "error" | "stopped";
@@ -162,19 +163,6 @@ interface ActorRecord {
   cleanup: Array<() => void>;
 }
 
-interface MachineLike {
-  id: string;
-  config: unknown;
-  root: StateNodeLike;
-  definition: unknown;
-}
-
-interface StateNodeLike {
-  id: string;
-  states: Record<string, StateNodeLike>;
-  always?: Array<{ target?: Array<{ id: string }>; guard?: unknown }>;
-}
-
 interface SnapshotLike {
   status?: string;
   value?: unknown;
@@ -312,12 +300,7 @@ export class InspectionHub {
     if (cached !== undefined) return cached;
     const m = this.#machines.get(key);
     if (!m) return undefined;
-    const json = toJsonSafe(m.definition, {
-      maxDepth: 64,
-      maxItems: 10_000,
-      maxString: 10_000,
-    });
-    addAlways(m.root, json);
+    const json = machineDefinition(m);
     this.#definitions.set(key, json);
     return json;
   }
@@ -564,35 +547,4 @@ function readProgress(v: unknown): Progress | undefined {
   return typeof bytes === "number" && typeof total === "number"
     ? { bytes, total }
     : undefined;
-}
-
-/** Walks the state nodes alongside their JSON and adds `always` transitions. */
-function addAlways(node: StateNodeLike, json: JsonValue): void {
-  if (typeof json !== "object" || json === null || Array.isArray(json)) return;
-  if (node.always?.length) {
-    json.always = node.always.map((t) => {
-      const out: { [key: string]: JsonValue } = {
-        target: (t.target ?? []).map((n) => `#${n.id}`),
-      };
-      const guard = guardName(t.guard);
-      if (guard) out.guard = guard;
-      return out;
-    });
-  }
-  const states = json.states;
-  if (typeof states !== "object" || states === null || Array.isArray(states)) {
-    return;
-  }
-  for (const [key, child] of Object.entries(node.states ?? {})) {
-    addAlways(child, states[key] ?? null);
-  }
-}
-
-function guardName(guard: unknown): string | undefined {
-  if (typeof guard === "string") return guard;
-  if (typeof guard === "function") return guard.name || "guard";
-  if (typeof guard === "object" && guard !== null && "type" in guard) {
-    return String((guard as { type: unknown }).type);
-  }
-  return undefined;
 }

@@ -48,6 +48,11 @@ export interface StateDefinitionJson {
 export interface MachineToDotOptions {
   /** Layout direction. Default "LR". */
   rankdir?: "LR" | "TB";
+  /**
+   * Background colour. Default "transparent" (the page behind shows); a
+   * drawing viewed on its own, on a light or dark page, wants "white".
+   */
+  background?: string;
 }
 
 /** Prefix of the SVG element id of every drawn state. */
@@ -117,7 +122,7 @@ export function machineToDot(
     1,
     `graph [compound=true, rankdir=${options.rankdir ?? "LR"}, ` +
       `fontname="Helvetica", fontsize=12, nodesep=0.35, ranksep=0.45, ` +
-      `bgcolor="transparent", pad=0.2];`,
+      `bgcolor=${q(options.background ?? "transparent")}, pad=0.2];`,
   );
   out(
     1,

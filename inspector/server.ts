@@ -10,9 +10,9 @@
  * @module
  */
 
-import { instance, type Viz } from "npm:@viz-js/viz@^3.31.0";
 import type { HubEvent, InspectionHub } from "./inspection_hub.ts";
 import { machineToDot } from "./machine_to_dot.ts";
+import { renderSvg } from "./render_svg.ts";
 import { INSPECTOR_PAGE_HTML, STATELY_BRIDGE_HTML } from "./page.ts";
 import { statelyActor, toStatelyEvent } from "./to_stately_event.ts";
 
@@ -44,8 +44,6 @@ const MAX_BUFFERED = 8 * 1024 * 1024;
 const FAVICON =
   '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect x="1" y="5" width="5" height="6" rx="2" fill="#3182ce"/>' +
   '<rect x="10" y="5" width="5" height="6" rx="2" fill="#2b6cb0"/><path d="M6 8h4" stroke="#1a202c" stroke-width="1.5"/></svg>';
-
-let vizPromise: Promise<Viz> | undefined;
 
 /**
  * Starts the inspector server for `hub`.
@@ -220,20 +218,6 @@ export async function serveInspector(
       await server.shutdown();
     },
   };
-}
-
-async function renderSvg(dot: string): Promise<string> {
-  vizPromise ??= instance();
-  const viz = await vizPromise;
-  const result = viz.render(dot, { format: "svg" });
-  if (result.status !== "success" || result.output === undefined) {
-    throw new Error(
-      result.errors.map((e) => e.message).join("; ") || "graphviz failed",
-    );
-  }
-  const out = result.output;
-  const start = out.indexOf("<svg");
-  return start >= 0 ? out.slice(start) : out;
 }
 
 /** Splits a Host header into its lower-case name, without port or brackets. */

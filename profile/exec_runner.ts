@@ -13,16 +13,9 @@
  */
 
 import { type Attachment, FsAccessError, resolveInRoot } from "./fs_access.ts";
+import { errorText } from "../wire/error_text.ts";
 
-/** The result mime of an `exec` request.
- *
- * @example
- * ```ts
- * import { EXEC_RESULT_MIME } from "./exec_runner.ts";
- * console.log(EXEC_RESULT_MIME);
- * ```
- */
-export const EXEC_RESULT_MIME = "application/vnd.awp.exec-result+json";
+export { EXEC_RESULT_MIME } from "./mimes.ts";
 
 /** Default timeout, seconds (PROFILE.md).
  *
@@ -469,7 +462,7 @@ export async function runExec(
   } catch (e) {
     const message = e instanceof Deno.errors.NotFound
       ? `${argv[0]}: command not found`
-      : (e instanceof Error ? e.message : String(e)).split("\n")[0];
+      : errorText(e);
     return failed(req.cmd, message, started);
   }
   const pid = child.pid;

@@ -16,13 +16,15 @@ import type * as nodeFs from "node:fs";
 import { decodeBase64, encodeBase64 } from "../wire/base64.ts";
 import {
   checkRequestPath,
-  errorText,
   FsAccessError,
+  fsErrorText,
   normalizedParts,
   type OpenedInRoot,
   openInRoot,
   within,
 } from "./open_in_root.ts";
+
+export { FS_READ_RESULT_MIME, FS_WRITE_RESULT_MIME } from "./mimes.ts";
 
 export { FsAccessError };
 
@@ -35,26 +37,6 @@ export { FsAccessError };
  * ```
  */
 export const INLINE_LIMIT = 64 * 1024;
-
-/** The result mime of an `fs:read` request.
- *
- * @example
- * ```ts
- * import { FS_READ_RESULT_MIME } from "./fs_access.ts";
- * console.log(FS_READ_RESULT_MIME);
- * ```
- */
-export const FS_READ_RESULT_MIME = "application/vnd.awp.fs-read-result+json";
-
-/** The result mime of an `fs:write` request.
- *
- * @example
- * ```ts
- * import { FS_WRITE_RESULT_MIME } from "./fs_access.ts";
- * console.log(FS_WRITE_RESULT_MIME);
- * ```
- */
-export const FS_WRITE_RESULT_MIME = "application/vnd.awp.fs-write-result+json";
 
 /** A file to send as a blob alongside a result. */
 export interface Attachment {
@@ -141,7 +123,7 @@ export async function resolveInRoot(
   try {
     realRoot = await Deno.realPath(root);
   } catch (e) {
-    throw new FsAccessError(`served root ${root}: ${errorText(e)}`);
+    throw new FsAccessError(`served root ${root}: ${fsErrorText(e)}`);
   }
   let target: string;
   if (path.startsWith(SEP)) {
@@ -174,7 +156,7 @@ export async function resolveInRoot(
       break;
     } catch (e) {
       if (!(e instanceof Deno.errors.NotFound)) {
-        throw new FsAccessError(`${path}: ${errorText(e)}`);
+        throw new FsAccessError(`${path}: ${fsErrorText(e)}`);
       }
       let isLink = false;
       try {
@@ -383,7 +365,7 @@ export async function fsRead(
       attachments: [attachment],
     };
   } catch (e) {
-    return failure("fs:read", path, errorText(e));
+    return failure("fs:read", path, fsErrorText(e));
   }
 }
 
@@ -448,6 +430,6 @@ export async function fsWrite(
       attachments: [],
     };
   } catch (e) {
-    return failure("fs:write", path, errorText(e));
+    return failure("fs:write", path, fsErrorText(e));
   }
 }

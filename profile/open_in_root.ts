@@ -20,6 +20,7 @@
  */
 
 import type * as NodeFs from "node:fs";
+import { errorText } from "../wire/error_text.ts";
 
 // node:fs brings in Deno's Node compatibility layer (~9 MiB of RSS): loaded by
 // the first openInRoot, so a peer that serves no files never pays for it.
@@ -165,7 +166,7 @@ function join(dir: string, name: string): string {
 }
 
 /** "no such file or directory" and friends, from a node:fs or Deno error. */
-export function errorText(e: unknown): string {
+export function fsErrorText(e: unknown): string {
   if (e instanceof FsAccessError) return e.message;
   const code = (e as { code?: string } | null)?.code;
   switch (code) {
@@ -188,8 +189,7 @@ export function errorText(e: unknown): string {
   if (e instanceof Deno.errors.NotFound) return "no such file or directory";
   if (e instanceof Deno.errors.PermissionDenied) return "permission denied";
   if (e instanceof Deno.errors.AlreadyExists) return "already exists";
-  const text = e instanceof Error ? e.message : String(e);
-  return text.split("\n")[0];
+  return errorText(e);
 }
 
 /**
@@ -237,7 +237,7 @@ function rootAndParts(
   try {
     realRoot = Deno.realPathSync(root);
   } catch (e) {
-    throw new FsAccessError(`served root ${root}: ${errorText(e)}`);
+    throw new FsAccessError(`served root ${root}: ${fsErrorText(e)}`);
   }
   const rootParts = normalizedParts(realRoot);
   let target: string[];
@@ -280,7 +280,7 @@ function startsWithParts(path: string[], prefix: string[]): boolean {
  * it, a path into a protected directory, a hard link to a protected file,
  * a write to a file with more than one link, or anything but a regular file
  * or a directory throws {@linkcode FsAccessError}. OS errors (missing file,
- * permission) are thrown as they are; {@linkcode errorText} words them.
+ * permission) are thrown as they are; {@linkcode fsErrorText} words them.
  *
  * @example
  * ```ts

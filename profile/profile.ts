@@ -17,36 +17,13 @@
  */
 
 import type { Part } from "../wire/types.ts";
-import { EXEC_RESULT_MIME, runExec } from "./exec_runner.ts";
-import {
-  type Attachment,
-  FS_READ_RESULT_MIME,
-  FS_WRITE_RESULT_MIME,
-  fsRead,
-  fsWrite,
-} from "./fs_access.ts";
+import { runExec } from "./exec_runner.ts";
+import { type Attachment, fsRead, fsWrite } from "./fs_access.ts";
+import { type ProfileCap, REQUEST_MIMES, RESULT_MIMES } from "./mimes.ts";
+import { errorText } from "../wire/error_text.ts";
 
-export type { Attachment };
-
-/** A capability the profile defines a request for. */
-export type ProfileCap = "exec" | "fs:read" | "fs:write" | "admin";
-
-/**
- * Request mime → capability (PROFILE.md).
- *
- * @example
- * ```ts
- * import { REQUEST_MIMES } from "./profile.ts";
- * console.log(REQUEST_MIMES["application/vnd.awp.exec+json"]); // "exec"
- * ```
- */
-export const REQUEST_MIMES: Readonly<Record<string, ProfileCap>> = Object
-  .freeze({
-    "application/vnd.awp.exec+json": "exec",
-    "application/vnd.awp.fs-read+json": "fs:read",
-    "application/vnd.awp.fs-write+json": "fs:write",
-    "application/vnd.awp.admin+json": "admin",
-  });
+export type { Attachment, ProfileCap };
+export { REQUEST_MIMES };
 
 /** Capabilities this implementation can serve by itself.
  *
@@ -232,12 +209,6 @@ function abbreviate(value: unknown): string {
   return text.length > 200 ? `${text.slice(0, 199)}…` : text;
 }
 
-const RESULT_MIME: Record<string, string> = {
-  exec: EXEC_RESULT_MIME,
-  "fs:read": FS_READ_RESULT_MIME,
-  "fs:write": FS_WRITE_RESULT_MIME,
-};
-
 /**
  * Serves one allowed request (the caller checked `served`). Never throws:
  * failures become a result with `{"error": ...}`. Calls `context.log`.
@@ -299,7 +270,7 @@ export async function serveRequest(
     }
   } catch (e) {
     // The handlers do not throw; this guards the one-result-per-request rule.
-    const message = (e instanceof Error ? e.message : String(e)).split("\n")[0];
+    const message = errorText(e);
     summary = `${request.cap} failed: ${message}`;
     data = { error: message };
   }
@@ -327,7 +298,7 @@ export async function serveRequest(
         { k: "text", text: summary },
         {
           k: "data",
-          mime: RESULT_MIME[request.cap] ?? "application/json",
+          mime: RESULT_MIMES[request.cap] ?? "application/json",
           data,
         },
       ],
@@ -361,7 +332,7 @@ export function interruptedReply(
       { k: "text", text: `${request.cap} failed: ${error}` },
       {
         k: "data",
-        mime: RESULT_MIME[request.cap] ?? "application/json",
+        mime: RESULT_MIMES[request.cap] ?? "application/json",
         data: { error },
       },
     ],

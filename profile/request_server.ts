@@ -33,6 +33,7 @@ import {
 } from "./profile.ts";
 import type { Attachment } from "./fs_access.ts";
 import type { RequestRecord, Store } from "../storage/store.ts";
+import { errorText as oneLine } from "../wire/error_text.ts";
 
 /** Requests served at once by default (`maxServing`); the rest wait. */
 export const DEFAULT_MAX_SERVING = 8;
@@ -466,12 +467,6 @@ function hasRequests(msg: RequestMsg): boolean {
 
 function keyOf(r: { peer: string; re: string; part: number }): string {
   return `${r.peer} ${r.re} ${r.part}`;
-}
-
-function oneLine(error: unknown): string {
-  return (error instanceof Error ? error.message : String(error)).split(
-    "\n",
-  )[0];
 }
 
 /**

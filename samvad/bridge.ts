@@ -1,9 +1,9 @@
 /**
  * The inbound side: an HTTP server that speaks SAMVAD v1.2 for this peer.
  * It serves the card (this peer's Ed25519 key as the SAMVAD key), checks
- * every request (replay window and nonce before the signature, then the
- * RFC 9421 signature against the sender's card, rate limit per verified
- * sender, skill, trust tier, delegation, inputSchema), and turns each
+ * every request ({@link ./request_verifier.ts}: replay window and nonce
+ * before the RFC 9421 signature, rate limit per verified sender, skill,
+ * trust tier, delegation, inputSchema), and turns each
  * into an AWP thread to the configured peer: skill -> subject, payload ->
  * a `data` part. The first reply msg with a data part (checked against the
  * outputSchema) is the result; text msgs before it are stream chunks; the
@@ -16,16 +16,13 @@ import type { Part } from "../wire/types.ts";
 import type { SendOptions, Sent } from "../peer/peer.ts";
 import type { PeerEvent, PeerMessageEvent } from "../peer/peer_events.ts";
 import {
-  activeKeys,
   type AgentCard,
   buildCard,
   type CardCache,
   isLoopback,
-  type SkillDef,
 } from "./card.ts";
 import { type BridgeConfig, DEFAULT_RATE_LIMIT } from "./bridge_config.ts";
 import {
-  checkRequestEnvelope,
   errorBodyOf,
   type RequestEnvelope,
   type ResponseEnvelope,
@@ -40,12 +37,14 @@ import {
   signRequest,
   verifyRequest,
 } from "./http_signature.ts";
-import { issuerOf, verifyDelegationToken } from "./delegation.ts";
-import { ReplayGuard } from "./replay_guard.ts";
-import { SenderRateLimiter } from "./rate_limiter.ts";
 import { schemaProblem } from "./skill_schemas.ts";
 import { ThreadWatch } from "./thread_watch.ts";
-import { decodeBase64 } from "../wire/base64.ts";
+import { errorText } from "../wire/error_text.ts";
+import {
+  RateLimitedError,
+  RequestVerifier,
+  type Verified,
+} from "./request_verifier.ts";
 
 /** The Peer methods the bridge uses. */
 export interface BridgePeer {
@@ -93,12 +92,6 @@ interface Task {
   until?: number;
 }
 
-interface Verified {
-  envelope: RequestEnvelope;
-  skill: SkillDef;
-  spanId: string;
-}
-
 /** How the AWP side of one request reports back. */
 interface DispatchHooks {
   onChunk?: (text: string) => void;
@@ -136,8 +129,7 @@ export class SamvadBridge {
   readonly #to: string;
   readonly #server: Deno.HttpServer;
   readonly #watch: ThreadWatch;
-  readonly #replay = new ReplayGuard();
-  readonly #limiter: SenderRateLimiter;
+  readonly #verifier: RequestVerifier;
   readonly #tasks = new Map<string, Task>();
   readonly #callbackWaiters = new Map<
     string,
@@ -161,7 +153,12 @@ export class SamvadBridge {
     this.card = card;
     this.url = url;
     this.#to = to;
-    this.#limiter = new SenderRateLimiter(card.rateLimit);
+    this.#verifier = new RequestVerifier(
+      card,
+      options.config,
+      deps.cards,
+      options.httpLoopback === true,
+    );
     this.#watch = new ThreadWatch(
       deps.peer.events(),
       (e) => deps.onOtherMessage?.(e),
@@ -335,7 +332,14 @@ export class SamvadBridge {
       traceId = typeof parsed?.traceId === "string"
         ? parsed.traceId
         : undefined;
-      const v = await this.#verify(req, path, mode, body, parsed, spanId);
+      const v = await this.#verifier.verify(
+        req,
+        path,
+        mode,
+        body,
+        parsed,
+        spanId,
+      );
       if (mode === "sync") {
         const result = await this.#dispatch(v, {});
         return Response.json(
@@ -348,190 +352,6 @@ export class SamvadBridge {
       return errorResponse(error, traceId, spanId);
     } finally {
       this.#active--;
-    }
-  }
-
-  async #verify(
-    req: Request,
-    path: string,
-    mode: SamvadMode,
-    body: Uint8Array,
-    parsed: RequestEnvelope | undefined,
-    spanId: string,
-  ): Promise<Verified> {
-    if (!parsed) {
-      throw new SamvadError("SCHEMA_INVALID", "the body is not JSON");
-    }
-    const problem = checkRequestEnvelope(parsed);
-    if (problem) throw new SamvadError("SCHEMA_INVALID", problem);
-    const env = parsed;
-    if (env.to !== this.card.id) {
-      throw new SamvadError(
-        "SCHEMA_INVALID",
-        `the envelope is for ${env.to}, this agent is ${this.card.id}`,
-      );
-    }
-    if (env.mode !== mode) {
-      throw new SamvadError(
-        "SCHEMA_INVALID",
-        `mode "${env.mode}" sent to ${path} (which takes "${mode}")`,
-      );
-    }
-    // Cheap checks before the signature (spec 7-L2).
-    const replay = this.#replay.check(env.nonce, env.timestamp);
-    if (replay === "expired") {
-      throw new SamvadError(
-        "AUTH_FAILED",
-        "the envelope timestamp is outside the 5-minute window",
-      );
-    }
-    if (replay === "replay") {
-      throw new SamvadError("REPLAY_DETECTED", "nonce already seen");
-    }
-    const headers = signatureHeadersOf(req.headers);
-    if (!headers) {
-      throw new SamvadError(
-        "AUTH_FAILED",
-        "missing signature headers (Content-Digest, Signature-Input, Signature)",
-      );
-    }
-    const input = parseSignatureInput(headers["signature-input"]);
-    if (!input) {
-      throw new SamvadError(
-        "AUTH_FAILED",
-        'Signature-Input must be sig1=("@method" "@path" "content-digest");keyid=...',
-      );
-    }
-    const keys = await this.#keysOf(env.from);
-    const key = keys.get(input.keyid);
-    if (!key) {
-      throw new SamvadError(
-        "AUTH_FAILED",
-        `${env.from} has no active key "${input.keyid}"`,
-      );
-    }
-    if (!(await verifyRequest(req.method, path, body, headers, key))) {
-      throw new SamvadError("AUTH_FAILED", "invalid message signature");
-    }
-    // Limits count verified senders only (spec 7-L5).
-    const retry = this.#limiter.take(env.from);
-    if (retry > 0) {
-      throw new RateLimitedError(
-        `rate limit exceeded for ${env.from}`,
-        retry,
-      );
-    }
-    const skill = this.card.skills.find((s) => s.id === env.skill);
-    if (!skill) {
-      throw new SamvadError(
-        "SKILL_NOT_FOUND",
-        `no skill "${env.skill}" (this agent has ${
-          this.card.skills.map((s) => s.id).join(", ")
-        })`,
-      );
-    }
-    if (!skill.modes.includes(mode)) {
-      throw new SamvadError(
-        "SCHEMA_INVALID",
-        `skill "${skill.id}" does not take ${mode} mode`,
-      );
-    }
-    this.#checkTrust(skill, env);
-    if (env.delegationToken) await this.#checkDelegation(env);
-    const payloadProblem = schemaProblem(
-      skill.inputSchema,
-      env.payload ?? {},
-      "payload",
-    );
-    if (payloadProblem) throw new SamvadError("SCHEMA_INVALID", payloadProblem);
-    if (mode === "async" && typeof env.callbackUrl === "string") {
-      this.#checkCallbackUrl(env.callbackUrl);
-    }
-    return { envelope: env, skill, spanId };
-  }
-
-  #checkTrust(skill: SkillDef, env: RequestEnvelope): void {
-    if (skill.trust === "authenticated") {
-      const token = env.auth?.scheme === "bearer" ? env.auth.token : undefined;
-      if (!token || !(this.#o.config.tokens ?? []).includes(token)) {
-        throw new SamvadError(
-          "AUTH_FAILED",
-          `skill "${skill.id}" needs a valid bearer token`,
-        );
-      }
-    }
-    if (
-      skill.trust === "trusted-peers" &&
-      !(skill.allowedPeers ?? []).includes(env.from)
-    ) {
-      throw new SamvadError(
-        "AUTH_FAILED",
-        `${env.from} is not among the allowed peers of "${skill.id}"`,
-      );
-    }
-  }
-
-  async #checkDelegation(env: RequestEnvelope): Promise<void> {
-    const token = env.delegationToken!;
-    const iss = issuerOf(token);
-    if (!iss) {
-      throw new SamvadError("AUTH_FAILED", "the delegation token is not a JWT");
-    }
-    const claims = await verifyDelegationToken(
-      token,
-      [...(await this.#keysOf(iss)).values()],
-    );
-    if (claims.sub !== env.from) {
-      throw new SamvadError(
-        "AUTH_FAILED",
-        `the delegation token is for ${claims.sub}, not ${env.from}`,
-      );
-    }
-    if (!claims.scope.includes(env.skill)) {
-      throw new SamvadError(
-        "DELEGATION_EXCEEDED",
-        `skill "${env.skill}" is outside the delegated scope (${
-          claims.scope.join(" ")
-        })`,
-      );
-    }
-  }
-
-  #checkCallbackUrl(callbackUrl: string): void {
-    let url: URL;
-    try {
-      url = new URL(callbackUrl);
-    } catch {
-      throw new SamvadError("SCHEMA_INVALID", "callbackUrl is not a URL");
-    }
-    const httpOk = this.#o.httpLoopback && url.protocol === "http:" &&
-      isLoopback(url.hostname);
-    if (url.protocol !== "https:" && !httpOk) {
-      throw new SamvadError("SCHEMA_INVALID", "callbackUrl must be https");
-    }
-  }
-
-  /** Active keys of a sender: configured `peers` first, else its card. */
-  async #keysOf(agent: string): Promise<Map<string, Uint8Array>> {
-    const known = this.#o.config.peers?.[agent];
-    if (known) {
-      try {
-        const bytes = decodeBase64(known);
-        // A configured key answers to any kid (the caller names its own).
-        return wildcard(bytes);
-      } catch {
-        throw new SamvadError("AUTH_FAILED", `bad configured key for ${agent}`);
-      }
-    }
-    try {
-      return activeKeys(await this.#deps.cards.get(agent));
-    } catch (error) {
-      throw new SamvadError(
-        "AUTH_FAILED",
-        `cannot get the keys of ${agent}: ${
-          error instanceof Error ? error.message : String(error)
-        }`,
-      );
     }
   }
 
@@ -643,9 +463,7 @@ export class SamvadBridge {
         finish(
           new SamvadError(
             "AGENT_UNAVAILABLE",
-            `cannot reach the AWP peer: ${
-              error instanceof Error ? error.message : String(error)
-            }`,
+            `cannot reach the AWP peer: ${errorText(error)}`,
           ),
         )
       );
@@ -725,9 +543,7 @@ export class SamvadBridge {
         );
       } catch (error) {
         this.#o.log?.(
-          `samvad: callback to ${url.origin} failed: ${
-            error instanceof Error ? error.message : String(error)
-          }`,
+          `samvad: callback to ${url.origin} failed: ${errorText(error)}`,
         );
       }
       await new Promise((r) => setTimeout(r, 500 * 2 ** attempt));
@@ -748,7 +564,8 @@ export class SamvadBridge {
       }
       const headers = signatureHeadersOf(req.headers);
       const input = headers && parseSignatureInput(headers["signature-input"]);
-      const key = input && (await this.#keysOf(waiter.agent)).get(input.keyid);
+      const key = input &&
+        (await this.#verifier.keysOf(waiter.agent)).get(input.keyid);
       if (
         !headers || !key ||
         !(await verifyRequest("POST", path, body, headers, key))
@@ -811,21 +628,6 @@ export class SamvadBridge {
       },
     });
   }
-}
-
-/** RATE_LIMITED with the seconds for Retry-After. */
-class RateLimitedError extends SamvadError {
-  readonly retryAfter: number;
-  constructor(message: string, retryAfter: number) {
-    super("RATE_LIMITED", message);
-    this.retryAfter = retryAfter;
-  }
-}
-
-function wildcard(key: Uint8Array): Map<string, Uint8Array> {
-  const map = new Map<string, Uint8Array>([["*", key]]);
-  map.get = () => key;
-  return map;
 }
 
 /** The body, refused past 1 MiB without reading the rest. */

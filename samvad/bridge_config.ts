@@ -7,6 +7,7 @@
 
 import { checkSkill, type SkillDef } from "./card.ts";
 import type { RateLimit } from "./rate_limiter.ts";
+import { errorText } from "../wire/error_text.ts";
 
 /**
  * What `skills.json` holds. Only `skills` is required; a bare array is
@@ -147,7 +148,7 @@ export async function readBridgeConfig(path: string): Promise<BridgeConfig> {
     text = await Deno.readTextFile(path);
   } catch (error) {
     throw new Error(
-      `cannot read ${path}: ${error instanceof Error ? error.message : error}`,
+      `cannot read ${path}: ${errorText(error)}`,
     );
   }
   let value: unknown;
@@ -155,7 +156,7 @@ export async function readBridgeConfig(path: string): Promise<BridgeConfig> {
     value = JSON.parse(text);
   } catch (error) {
     throw new Error(
-      `${path}: not JSON: ${error instanceof Error ? error.message : error}`,
+      `${path}: not JSON: ${errorText(error)}`,
     );
   }
   return parseBridgeConfig(value, path);

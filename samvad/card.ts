@@ -10,6 +10,7 @@ import { Ajv, type ValidateFunction } from "npm:ajv@^8.20.0";
 import { decodeBase64, encodeBase64, encodeBase64Url } from "../wire/base64.ts";
 import type { RateLimit } from "./rate_limiter.ts";
 import type { SamvadMode } from "./envelope.ts";
+import { errorText } from "../wire/error_text.ts";
 
 /** A skill as the card declares it. */
 export interface SkillDef {
@@ -312,9 +313,7 @@ export class CardCache {
       });
     } catch (error) {
       throw new Error(
-        `cannot fetch the card of ${agentId}: ${
-          error instanceof Error ? error.message : String(error)
-        }`,
+        `cannot fetch the card of ${agentId}: ${errorText(error)}`,
       );
     }
     if (!res.ok) {

@@ -7,7 +7,7 @@
  */
 
 import { UsageError } from "../cli/args.ts";
-import type { Command } from "../cli/commands.ts";
+import type { Command } from "../cli/command.ts";
 
 const USAGE = [
   "awp samvad serve --listen HOST:PORT --skills FILE [--to PEER] [--http-loopback]",

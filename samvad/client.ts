@@ -29,6 +29,7 @@ import {
   signRequest,
 } from "./http_signature.ts";
 import { schemaProblem } from "./skill_schemas.ts";
+import { errorText } from "../wire/error_text.ts";
 
 /** How a {@link SamvadClient} identifies and signs. */
 export interface SamvadClientOptions {
@@ -337,9 +338,7 @@ export class SamvadClient {
     } catch (error) {
       throw new SamvadError(
         "AGENT_UNAVAILABLE",
-        `cannot reach ${agent}: ${
-          error instanceof Error ? error.message : String(error)
-        }`,
+        `cannot reach ${agent}: ${errorText(error)}`,
       );
     }
     return { res, envelope, def };

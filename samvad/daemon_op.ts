@@ -11,10 +11,7 @@ import type { Peer } from "../peer/peer.ts";
 import { readBridgeConfig } from "./bridge_config.ts";
 import { SamvadError } from "./envelope.ts";
 import type { SamvadAgent } from "./samvad_agent.ts";
-
-function str(v: unknown): string | undefined {
-  return typeof v === "string" && v !== "" ? v : undefined;
-}
+import { str } from "../cli/control_args.ts";
 
 /** A SamvadError as one line: `CODE: message`. */
 function oneLine(error: unknown): Error {

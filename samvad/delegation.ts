@@ -9,6 +9,7 @@
 import { importJWK, jwtVerify, SignJWT } from "npm:jose@^6.2.0";
 import { encodeBase64Url } from "../wire/base64.ts";
 import { SamvadError } from "./envelope.ts";
+import { errorText } from "../wire/error_text.ts";
 
 /** The claims SAMVAD reads. */
 export interface DelegationClaims {
@@ -100,7 +101,7 @@ export async function verifyDelegationToken(
       ({ payload } = await jwtVerify(token, key, { algorithms: ["EdDSA"] }));
       break;
     } catch (error) {
-      why = error instanceof Error ? error.message : String(error);
+      why = errorText(error);
     }
   }
   if (!payload) {

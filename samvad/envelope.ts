@@ -7,6 +7,7 @@
  */
 
 import { Ajv, type ValidateFunction } from "npm:ajv@^8.20.0";
+import { errorText } from "../wire/error_text.ts";
 
 /** The three communication modes. */
 export type SamvadMode = "sync" | "async" | "stream";
@@ -134,8 +135,7 @@ export function errorBodyOf(error: unknown): SamvadErrorBody {
   if (error instanceof SamvadError) return error.toJSON();
   return {
     code: "AGENT_UNAVAILABLE",
-    message: (error instanceof Error ? error.message : String(error))
-      .split("\n")[0],
+    message: errorText(error),
   };
 }
 

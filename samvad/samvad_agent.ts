@@ -20,6 +20,7 @@ import {
 } from "./client.ts";
 import { createDelegationToken, type DelegationOptions } from "./delegation.ts";
 import { errorBodyOf, type ResponseEnvelope, SamvadError } from "./envelope.ts";
+import { errorText } from "../wire/error_text.ts";
 
 /** The media type of an AWP data part asking the bridge to call a SAMVAD agent. */
 export const SAMVAD_MIME = "application/vnd.awp.samvad+json";
@@ -291,9 +292,7 @@ export class SamvadAgent {
         );
       } catch (sendError) {
         this.#log(
-          `samvad: cannot answer ${e.peer} on ${e.th}: ${
-            sendError instanceof Error ? sendError.message : String(sendError)
-          }`,
+          `samvad: cannot answer ${e.peer} on ${e.th}: ${errorText(sendError)}`,
         );
       }
     }

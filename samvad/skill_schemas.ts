@@ -6,6 +6,7 @@
  */
 
 import { Ajv, type ValidateFunction } from "npm:ajv@^8.20.0";
+import { errorText } from "../wire/error_text.ts";
 
 const ajv = new Ajv({ allErrors: false, strict: false });
 const compiled = new WeakMap<object, ValidateFunction>();
@@ -31,9 +32,7 @@ export function schemaProblem(
     try {
       validate = ajv.compile(schema);
     } catch (error) {
-      return `${what}: the schema does not compile: ${
-        error instanceof Error ? error.message : String(error)
-      }`;
+      return `${what}: the schema does not compile: ${errorText(error)}`;
     }
     compiled.set(schema, validate);
   }

@@ -15,6 +15,7 @@ import { APP_CSS, APP_JS } from "./app_bundle.generated.ts";
 import { DashboardFeed, type DashboardSource } from "./dashboard_feed.ts";
 import { dashboardPage } from "./dashboard_page.ts";
 import { readConversation } from "./read_conversation.ts";
+import { errorText as oneLine } from "../wire/error_text.ts";
 
 /** Where and how to serve. */
 export interface DashboardServerOptions {
@@ -310,12 +311,6 @@ function optional(
 function randomToken(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(24));
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-function oneLine(error: unknown): string {
-  return (error instanceof Error ? error.message : String(error)).split(
-    "\n",
-  )[0];
 }
 
 function respond(body: string, type: string): Response {

@@ -30,6 +30,7 @@ import type { BenchContext, Sample, Workload } from "../bench_context.ts";
 import { isEvent } from "../bench_context.ts";
 import type { JsonProcess, ProcEvent } from "../json_process.ts";
 import { HostileClient } from "../../tests/helpers/hostile_client.ts";
+import { absentReceiver } from "./absent_receiver.ts";
 import { TEXT_100 } from "./throughput.ts";
 
 const MiB = 1024 * 1024;
@@ -145,17 +146,10 @@ async function cutoff(ctx: BenchContext): Promise<Sample> {
 }
 
 async function absent(ctx: BenchContext, n: number): Promise<Sample> {
-  const s = await ctx.listener("sender", "tcp:127.0.0.1:0");
-  const rState = await ctx.dir("receiver");
-  let receiver = ctx.spawnPeer("receiver", rState, "connect", s.addr);
+  const { sender: s, receiverKey: rKey, restartReceiver } =
+    await absentReceiver(ctx);
+  let receiver: JsonProcess | undefined;
   try {
-    const conn = await s.proc.waitFor(isEvent("connected"), {
-      timeoutMs: 30_000,
-    });
-    const rKey = String(conn.key ?? conn.peer);
-    receiver.kill("SIGKILL");
-    await ctx.stop(receiver);
-    await s.proc.waitFor(isEvent("disconnected"), { timeoutMs: 30_000 });
     const idle = (await s.proc.memory())?.rssBytes ?? 0;
     const from = s.proc.mark();
     const t0 = performance.now();
@@ -185,7 +179,7 @@ async function absent(ctx: BenchContext, n: number): Promise<Sample> {
       timeoutMs: 600_000,
     });
     const t1 = performance.now();
-    receiver = ctx.spawnPeer("receiver", rState, "connect", s.addr);
+    receiver = restartReceiver();
     const got = await acked;
     return {
       absent_queue_s: (queued - t0) / 1000,
@@ -194,7 +188,7 @@ async function absent(ctx: BenchContext, n: number): Promise<Sample> {
       absent_peak_mib: await peakOver(s.proc, idle),
     };
   } finally {
-    await ctx.stop(receiver);
+    if (receiver) await ctx.stop(receiver);
     await ctx.stop(s.proc);
   }
 }

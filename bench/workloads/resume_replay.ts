@@ -15,6 +15,8 @@
 
 import type { Sample, Workload } from "../bench_context.ts";
 import { isEvent } from "../bench_context.ts";
+import type { JsonProcess } from "../json_process.ts";
+import { absentReceiver } from "./absent_receiver.ts";
 import { TEXT_100 } from "./throughput.ts";
 
 /** Workload 5. */
@@ -32,20 +34,10 @@ export const resumeWorkload: Workload = {
     const samples: Sample[] = [];
     const notes: string[] = [];
     for (let run = 0; run < ctx.runs; run++) {
-      const s = await ctx.listener("sender", "tcp:127.0.0.1:0");
-      const rState = await ctx.dir("receiver");
-      let receiver = ctx.spawnPeer("receiver", rState, "connect", s.addr);
+      const { sender: s, receiverKey: rKey, restartReceiver } =
+        await absentReceiver(ctx);
+      let receiver: JsonProcess | undefined;
       try {
-        const conn = await s.proc.waitFor(isEvent("connected"), {
-          timeoutMs: 30_000,
-        });
-        const rKey = String(conn.key ?? conn.peer);
-        receiver.kill("SIGKILL");
-        await ctx.stop(receiver);
-        await s.proc.waitFor(isEvent("disconnected"), {
-          from: 0,
-          timeoutMs: 30_000,
-        });
         const from = s.proc.mark();
         await s.proc.send(
           ...Array.from({ length: n }, (_, i) => ({
@@ -76,7 +68,7 @@ export const resumeWorkload: Workload = {
           timeoutMs: 180_000,
         });
         const t0 = performance.now();
-        receiver = ctx.spawnPeer("receiver", rState, "connect", s.addr);
+        receiver = restartReceiver();
         const got = await acks;
         const last = got[got.length - 1].at;
         const c = await connected;
@@ -93,7 +85,7 @@ export const resumeWorkload: Workload = {
           } ms from reconnect`,
         );
       } finally {
-        await ctx.stop(receiver);
+        if (receiver) await ctx.stop(receiver);
         await ctx.stop(s.proc);
       }
     }

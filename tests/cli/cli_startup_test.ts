@@ -1,6 +1,7 @@
 /**
  * `awp status` starts fast because the static import graph of the CLI
- * entry (cli.ts) holds no xstate, ajv, schema compiler or Deno KV store:
+ * entry (cli.ts) holds no xstate, ajv, schema compiler, Ed25519 library or
+ * Deno KV store (no npm package at all):
  * the daemon, driver and conformance runner are imported when run.
  */
 
@@ -45,11 +46,14 @@ async function staticGraph(entry: string): Promise<Set<string>> {
   return seen;
 }
 
-Deno.test("cli.ts loads no xstate, ajv or KV store before a command runs", async () => {
+Deno.test("cli.ts loads no xstate, ajv, Ed25519 library or KV store before a command runs", async () => {
   const graph = await staticGraph("cli.ts");
   assert.ok([...graph].some((s) => s.endsWith("/cli/commands.ts")));
   for (const s of graph) {
-    assert.ok(!/^npm:(xstate|ajv|ajv-formats)@/.test(s), `loads ${s}`);
+    assert.ok(
+      !/^npm:(xstate|ajv|ajv-formats|@noble\/ed25519)@/.test(s),
+      `loads ${s}`,
+    );
     assert.ok(
       !/\/(storage\/kv_store|wire\/validate|actors\/peer)\.ts$/.test(s),
       `loads ${s}`,

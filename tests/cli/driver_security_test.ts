@@ -8,30 +8,17 @@ import { dial } from "../../net/transport.ts";
 import { MemoryStore } from "../../storage/memory_store.ts";
 import { Signer } from "../../wire/keys.ts";
 import { EventLog } from "../helpers/event_log.ts";
-import { type JsonLine, JsonLineChild } from "../helpers/json_line_child.ts";
+import { DriverProcess } from "../helpers/driver_process.ts";
+import type { JsonLine } from "../helpers/json_line_child.ts";
 
-const MOD = new URL("../../mod.ts", import.meta.url).pathname;
-
-function driver(state: string, ...rest: string[]): JsonLineChild {
-  return new JsonLineChild([
-    "run",
-    "-A",
-    "--unstable-kv",
-    MOD,
-    "driver",
+function driver(state: string, ...rest: string[]): DriverProcess {
+  return new DriverProcess([
     "--state",
     state,
     "--ping-interval",
     "0",
     ...rest,
   ]);
-}
-
-async function quit(d: JsonLineChild): Promise<void> {
-  await d.command({ cmd: "quit" }).catch(() => {});
-  const timer = setTimeout(() => d.kill9(), 10_000);
-  await d.reap();
-  clearTimeout(timer);
 }
 
 const listening = (l: JsonLine) => l.event === "listening";
@@ -84,7 +71,7 @@ Deno.test("driver: a command goes to its thread's peer, never to whoever connect
       false,
     );
   } finally {
-    await quit(d);
+    await d.quit();
     await b.close();
     await stranger.close();
     await bEvents.done;
@@ -97,7 +84,7 @@ Deno.test("driver: kill -9 between ack and recv loses nothing: a restart repeats
   const state = await Deno.makeTempDir({ prefix: "awp-drv-cursor-" });
   const sender = await Peer.open({ memory: true, name: "sender" });
   const events = new EventLog(sender, 60_000);
-  const runs: JsonLineChild[] = [];
+  const runs: DriverProcess[] = [];
   try {
     const addr = await sender.listen("tcp:127.0.0.1:0");
     const first = driver(state, "connect", addr);
@@ -146,7 +133,7 @@ Deno.test("driver: kill -9 between ack and recv loses nothing: a restart repeats
     // Every msg is acked at the sender: nothing stays in its outbox.
     for (const id of ids) await sender.waitAck(id, { timeoutMs: 20_000 });
   } finally {
-    for (const run of runs) await quit(run);
+    for (const run of runs) await run.quit();
     await sender.close();
     await events.done;
     await Deno.remove(state, { recursive: true });
@@ -213,12 +200,12 @@ Deno.test("resume: msgs at or below the receiver's seen point whose ack was lost
     second.close("done");
     await second.closed;
   } finally {
-    await quit(d);
+    await d.quit();
     store.close();
     await Deno.remove(state, { recursive: true });
   }
 });
 
-function d_key(d: JsonLineChild): string {
+function d_key(d: DriverProcess): string {
   return String(d.lines.find((l) => l.event === "identity")?.key);
 }

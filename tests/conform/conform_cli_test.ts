@@ -5,7 +5,7 @@
  * Every scenario must pass; only the ones a mode cannot run are skipped.
  */
 import assert from "node:assert/strict";
-import { JsonLineChild } from "../helpers/json_line_child.ts";
+import { DriverProcess } from "../helpers/driver_process.ts";
 
 const MOD = new URL("../../mod.ts", import.meta.url).pathname;
 const DENO = Deno.execPath();
@@ -50,12 +50,7 @@ for (const transport of ["tcp", "unix", "ws"] as const) {
       : transport === "ws"
       ? "ws://127.0.0.1:0/awp"
       : `unix:${state}/peer.sock`;
-    const driver = new JsonLineChild([
-      "run",
-      "-A",
-      "--unstable-kv",
-      MOD,
-      "driver",
+    const driver = new DriverProcess([
       "--state",
       `${state}/home`,
       "listen",
@@ -84,8 +79,7 @@ for (const transport of ["tcp", "unix", "ws"] as const) {
       assert.equal(s.replay, "skip");
       assert.equal(report.skipped, 1);
     } finally {
-      await driver.command({ cmd: "quit" }).catch(() => {});
-      await driver.finish(5_000);
+      await driver.quit(5_000);
       await Deno.remove(state, { recursive: true });
     }
   });

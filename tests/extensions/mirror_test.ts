@@ -19,7 +19,7 @@ import { KvStore } from "../../storage/kv_store.ts";
 import type { OutboxEntry, Store } from "../../storage/store.ts";
 import { Signer } from "../../wire/keys.ts";
 import { blobPart, textPart } from "../../wire/messages.ts";
-import { transportPair } from "../helpers/transport_pair.ts";
+import { establishedPair } from "../helpers/connection_pair.ts";
 
 type Obj = Record<string, unknown> & { t: string };
 
@@ -342,15 +342,10 @@ function connection(
 }
 
 async function link(a: Node, b: Node): Promise<void> {
-  const { listener, client: ta, server: tb } = await transportPair(
-    "tcp:127.0.0.1:0",
+  const [ca, cb] = await establishedPair(
+    (t) => connection(a, t, true),
+    (t) => connection(b, t, false),
   );
-  listener.close();
-  const ca = connection(a, ta, true);
-  const cb = connection(b, tb, false);
-  ca.start();
-  cb.start();
-  await Promise.all([ca.established, cb.established]);
   a.conns.set(b.signer.key, ca);
   b.conns.set(a.signer.key, cb);
 }

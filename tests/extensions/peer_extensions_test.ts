@@ -1,34 +1,15 @@
 import assert from "node:assert/strict";
-import { Peer, type PeerOptions } from "../../peer/peer.ts";
-import { EventLog } from "../helpers/event_log.ts";
+import type { PeerOptions } from "../../peer/peer.ts";
+import { closeNodes, openNode, type PeerNode } from "../helpers/peer_node.ts";
 
-const FAST: Partial<PeerOptions> = {
-  timeouts: { pingInterval: 0, bye: 1000 },
-  dialer: { timing: { baseMs: 50, capMs: 200, graceMs: 100 } },
-  presenceTiming: { settleMs: 50, heartbeatMs: 60_000 },
-};
+type Node = PeerNode;
 
-interface Node {
-  peer: Peer;
-  events: EventLog;
-}
-
-async function open(
-  name: string,
-  extra: Partial<PeerOptions> = {},
-): Promise<Node> {
-  const peer = await Peer.open({
-    memory: true,
-    name,
-    ...FAST,
+/** Presence settles fast; its heartbeat stays out of the way. */
+function open(name: string, extra: Partial<PeerOptions> = {}): Promise<Node> {
+  return openNode(name, {
+    presenceTiming: { settleMs: 50, heartbeatMs: 60_000 },
     ...extra,
   });
-  return { peer, events: new EventLog(peer) };
-}
-
-async function closeAll(...nodes: Node[]): Promise<void> {
-  await Promise.all(nodes.map((n) => n.peer.close()));
-  await Promise.all(nodes.map((n) => n.events.done));
 }
 
 async function until<T>(
@@ -112,7 +93,7 @@ Deno.test("presence from the first of four peers reaches the last through two re
     assert.equal(mute.peer.presence().length, 0);
     assert.ok(await presenceIn(p4) >= 2);
   } finally {
-    await closeAll(p1, p2, p3, p4, mute);
+    await closeNodes(p1, p2, p3, p4, mute);
   }
 });
 
@@ -133,7 +114,7 @@ Deno.test("with relaying off a peer keeps documents but does not forward them", 
     assert.equal(p3.peer.presence().length, 0);
     assert.equal(await presenceIn(p3), 0);
   } finally {
-    await closeAll(p1, p2, p3);
+    await closeNodes(p1, p2, p3);
   }
 });
 
@@ -220,7 +201,7 @@ Deno.test("sharing mirrors a thread to a host across its restart; private from t
     assert.equal((await host.peer.mirrored())[0].th, other2.th);
     assert.equal((await host.peer.mirroredLines(first.th)).length, 0);
   } finally {
-    await closeAll(sharer, other, host);
+    await closeNodes(sharer, other, host);
     await Deno.remove(dir, { recursive: true });
   }
 });

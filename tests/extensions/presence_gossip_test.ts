@@ -19,7 +19,7 @@ import { MemoryStore } from "../../storage/memory_store.ts";
 import { KvStore } from "../../storage/kv_store.ts";
 import type { Store } from "../../storage/store.ts";
 import { Signer } from "../../wire/keys.ts";
-import { transportPair } from "../helpers/transport_pair.ts";
+import { establishedPair } from "../helpers/connection_pair.ts";
 import { signPresence } from "../../wire/presence.ts";
 import { timestamp } from "../../wire/time.ts";
 
@@ -105,15 +105,10 @@ function connection(
 
 /** Connects a (dialing) to b over TCP and runs presence's on-connect step on both. */
 async function link(a: Node, b: Node): Promise<void> {
-  const { listener, client: ta, server: tb } = await transportPair(
-    "tcp:127.0.0.1:0",
+  const [ca, cb] = await establishedPair(
+    (t) => connection(a, t, true),
+    (t) => connection(b, t, false),
   );
-  listener.close();
-  const ca = connection(a, ta, true);
-  const cb = connection(b, tb, false);
-  ca.start();
-  cb.start();
-  await Promise.all([ca.established, cb.established]);
   a.conns.push(ca);
   b.conns.push(cb);
   a.gossip.onConnected(presenceLink(ca)!);

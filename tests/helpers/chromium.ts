@@ -5,6 +5,8 @@
  * @module
  */
 
+import type { Browser } from "npm:playwright-core@^1.65.1";
+
 /** Where Debian installs Chromium. */
 export const CHROMIUM = "/usr/bin/chromium";
 
@@ -35,4 +37,24 @@ export function browserMissing(): string | undefined {
   } catch {
     return `no browser at ${CHROMIUM} (apt-get install -y chromium)`;
   }
+}
+
+/**
+ * Launches headless Chromium through playwright-core (loaded only now, so a
+ * test file that skips never loads it).
+ *
+ * @example
+ * ```ts ignore
+ * const browser = await launchChromium();
+ * const page = await browser.newPage();
+ * await browser.close();
+ * ```
+ */
+export async function launchChromium(): Promise<Browser> {
+  const { chromium } = await import("npm:playwright-core@^1.65.1");
+  return await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [...LAUNCH_ARGS],
+  });
 }

@@ -80,16 +80,28 @@ export class CrashPair {
     return random() < 0.5 ? "rx" : "tx";
   }
 
-  /** Kills `side` with SIGKILL and starts it again; resolves once it is ready. */
-  async kill(side: Side): Promise<void> {
+  /**
+   * Kills `side` with SIGKILL, waits `downMs`, and starts it again on the
+   * same home; resolves once it is ready, and rejects if it came back with
+   * another key than it had before.
+   */
+  async kill(side: Side, downMs = 0): Promise<void> {
     this.killed[side]++;
     const target = this[side];
+    const key = target.lines.find((l) => l.event === "ready")?.key;
     target.kill9();
     await target.reap();
+    if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
     const again = CrashPeer.spawn(side === "rx" ? this.#rxArgs : this.#txArgs);
     this.procs.push(again);
     this[side] = again;
-    await again.waitFor((l) => l.event === "ready", `${side} again`);
+    const ready = await again.waitFor(
+      (l) => l.event === "ready",
+      `${side} again`,
+    );
+    if (key !== undefined && ready.key !== key) {
+      throw new Error(`${side} came back with another key: ${ready.key}`);
+    }
   }
 
   /** Kills whatever still runs. */

@@ -36,6 +36,7 @@ export class JsonLineChild {
   /** Every line read so far, in order. */
   readonly lines: JsonLine[] = [];
   #writer: WritableStreamDefaultWriter<Uint8Array>;
+  #stdinOpen = true;
   #pump: Promise<void>;
   #waiters: Array<() => void> = [];
   #exited = false;
@@ -53,6 +54,11 @@ export class JsonLineChild {
     this.#writer = this.child.stdin.getWriter();
     this.#pump = this.#read();
     void this.child.status.then(() => this.#exited = true);
+  }
+
+  /** False once {@link closeStdin} (or {@link reap}) closed its stdin. */
+  get stdinOpen(): boolean {
+    return this.#stdinOpen;
   }
 
   /** True once the process has exited. */
@@ -129,6 +135,15 @@ export class JsonLineChild {
     );
   }
 
+  /** Closes the child's stdin: it reads end of input. */
+  async closeStdin(): Promise<void> {
+    if (!this.#stdinOpen) return;
+    this.#stdinOpen = false;
+    try {
+      await this.#writer.close();
+    } catch { /* broken pipe */ }
+  }
+
   /** SIGKILL (no-op once exited). */
   kill9(): void {
     try {
@@ -136,13 +151,21 @@ export class JsonLineChild {
     } catch { /* already exited */ }
   }
 
-  /** After a kill: reap the process and drain its output. */
-  async reap(): Promise<void> {
+  /**
+   * After a kill or a quit: closes stdin, waits for the exit (SIGKILL after
+   * `killAfterMs`, when given) and drains the output.
+   */
+  async reap(killAfterMs?: number): Promise<void> {
+    const timer = killAfterMs === undefined
+      ? undefined
+      : setTimeout(() => this.kill9(), killAfterMs);
     try {
-      await this.#writer.close();
-    } catch { /* broken pipe */ }
-    await this.child.status;
-    await this.#pump;
+      await this.closeStdin();
+      await this.child.status;
+      await this.#pump;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Asks it to quit (`{"quit":true}`), waits (SIGKILL after `ms`), reaps. */
@@ -152,11 +175,6 @@ export class JsonLineChild {
         await this.command({ quit: true });
       } catch { /* gone */ }
     }
-    const timer = setTimeout(() => this.kill9(), ms);
-    try {
-      await this.reap();
-    } finally {
-      clearTimeout(timer);
-    }
+    await this.reap(ms);
   }
 }

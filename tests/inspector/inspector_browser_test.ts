@@ -11,7 +11,7 @@ import { startDemo } from "../../inspector/demo.ts";
 import { Peer } from "../../peer/peer.ts";
 import { InspectionHub } from "../../inspector/inspection_hub.ts";
 import { serveInspector } from "../../inspector/server.ts";
-import { browserMissing, CHROMIUM, LAUNCH_ARGS } from "../helpers/chromium.ts";
+import { browserMissing, launchChromium } from "../helpers/chromium.ts";
 
 const missing = browserMissing();
 if (missing) console.warn(`inspector_browser_test skipped: ${missing}`);
@@ -24,7 +24,6 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    const { chromium } = await import("npm:playwright-core@^1.65.1");
     const dir = await Deno.makeTempDir({ prefix: "awp-inspect-" });
     const hub = new InspectionHub();
     const fast = { timeouts: { pingInterval: 0, bye: 1000 } };
@@ -41,11 +40,7 @@ Deno.test({
       ...fast,
     });
     const server = await serveInspector(hub);
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [...LAUNCH_ARGS],
-    });
+    const browser = await launchChromium();
     let page: import("npm:playwright-core@^1.65.1").Page | undefined;
     try {
       await alice.connect(await bob.listen(`unix:${dir}/bob.sock`));
@@ -151,13 +146,8 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    const { chromium } = await import("npm:playwright-core@^1.65.1");
     const demo = await startDemo({ step: 100 });
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [...LAUNCH_ARGS],
-    });
+    const browser = await launchChromium();
     let page: import("npm:playwright-core@^1.65.1").Page | undefined;
     try {
       page = await browser.newPage({ viewport: { width: 1400, height: 900 } });

@@ -202,6 +202,11 @@ Deno.test("machineToDot draws nested, parallel, after, always and guards; Graphv
   createActor(parent, { inspect: hub.observer }).start().stop();
   const dot = machineToDot(hub.machine("par"));
   assert.match(dot, /^digraph "par" \{/);
+  assert.match(dot, /bgcolor="transparent"/);
+  assert.match(
+    machineToDot(hub.machine("par"), { background: "white" }),
+    /bgcolor="white"/,
+  );
   assert.match(
     dot,
     /subgraph "cluster_par\.p" \{\s*id="state:par\.p"; label="p \(parallel\)"/,

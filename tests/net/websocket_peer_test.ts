@@ -1,40 +1,9 @@
 import assert from "node:assert/strict";
 import { Peer, type PeerOptions } from "../../peer/peer.ts";
-import { EventLog } from "../helpers/event_log.ts";
+import { FAST_PEER, openPeerPair } from "../helpers/peer_pair.ts";
 import { randomBytes } from "../helpers/random_bytes.ts";
 import { sha256Hex } from "../helpers/sha256_hex.ts";
 import { hasOpenssl, makeTestCa } from "../helpers/test_ca.ts";
-
-const FAST: Partial<PeerOptions> = {
-  timeouts: { pingInterval: 0, bye: 1000 },
-  dialer: { timing: { baseMs: 50, capMs: 200, graceMs: 100 } },
-};
-
-/** Two peers; bob listens on `listenAt`, alice dials what bob reports. */
-async function pair(
-  root: string,
-  listenAt: string,
-  aExtra: Partial<PeerOptions> = {},
-  bExtra: Partial<PeerOptions> = {},
-) {
-  const a = await Peer.open({
-    home: `${root}/a`,
-    name: "alice",
-    ...FAST,
-    ...aExtra,
-  });
-  const b = await Peer.open({
-    home: `${root}/b`,
-    name: "bob",
-    ...FAST,
-    ...bExtra,
-  });
-  const ea = new EventLog(a, 30_000);
-  const eb = new EventLog(b, 30_000);
-  const addr = await b.listen(listenAt);
-  await a.connect(addr);
-  return { a, b, ea, eb, addr };
-}
 
 async function msgsAndBlob(
   root: string,
@@ -42,7 +11,12 @@ async function msgsAndBlob(
   a2: Partial<PeerOptions> = {},
   b2: Partial<PeerOptions> = {},
 ) {
-  const { a, b, eb, addr } = await pair(root, listenAt, a2, b2);
+  const { a, b, eb, addr } = await openPeerPair(root, {
+    listenAt,
+    waitMs: 30_000,
+    alice: a2,
+    bob: b2,
+  });
   try {
     const scheme = listenAt.split(":")[0];
     assert.match(addr, new RegExp(`^${scheme}://.+:\\d+/awp$`));
@@ -115,9 +89,9 @@ Deno.test("a peer behind a proxy advertises its public wss:// address in hello.a
     home: `${root}/a`,
     name: "alice",
     addr: "wss://alice.example.dev/awp",
-    ...FAST,
+    ...FAST_PEER,
   });
-  const b = await Peer.open({ home: `${root}/b`, name: "bob", ...FAST });
+  const b = await Peer.open({ home: `${root}/b`, name: "bob", ...FAST_PEER });
   try {
     await a.listen("ws://127.0.0.1:0/awp");
     await a.connect(await b.listen("ws://127.0.0.1:0/awp"));

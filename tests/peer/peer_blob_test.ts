@@ -1,36 +1,16 @@
 import assert from "node:assert/strict";
-import { Peer, type PeerOptions } from "../../peer/peer.ts";
-import { EventLog } from "../helpers/event_log.ts";
+import type { PeerOptions } from "../../peer/peer.ts";
+import { openPeerPair } from "../helpers/peer_pair.ts";
 import { randomBytes as randomFile } from "../helpers/random_bytes.ts";
 import { sha256Hex as sha256 } from "../helpers/sha256_hex.ts";
 
-const FAST: Partial<PeerOptions> = {
-  timeouts: { pingInterval: 0, bye: 1000 },
-  dialer: { timing: { baseMs: 50, capMs: 200, graceMs: 100 } },
-};
-
-async function pair(
+/** Big files take longer: the event logs wait up to 15 s by default. */
+function pair(
   root: string,
-  aExtra: Partial<PeerOptions> = {},
-  bExtra: Partial<PeerOptions> = {},
+  alice: Partial<PeerOptions> = {},
+  bob: Partial<PeerOptions> = {},
 ) {
-  const a = await Peer.open({
-    home: `${root}/a`,
-    name: "alice",
-    ...FAST,
-    ...aExtra,
-  });
-  const b = await Peer.open({
-    home: `${root}/b`,
-    name: "bob",
-    ...FAST,
-    ...bExtra,
-  });
-  // Big files take longer: wait up to 15 s by default.
-  const ea = new EventLog(a, 15_000);
-  const eb = new EventLog(b, 15_000);
-  await a.connect(await b.listen("tcp:127.0.0.1:0"));
-  return { a, b, ea, eb };
+  return openPeerPair(root, { waitMs: 15_000, alice, bob });
 }
 
 async function spoolFiles(home: string): Promise<string[]> {

@@ -1,11 +1,7 @@
 import assert from "node:assert/strict";
-import { Peer, type PeerOptions } from "../../peer/peer.ts";
+import { Peer } from "../../peer/peer.ts";
 import { EventLog } from "../helpers/event_log.ts";
-
-const FAST: Partial<PeerOptions> = {
-  timeouts: { pingInterval: 0, bye: 1000 },
-  dialer: { timing: { baseMs: 50, capMs: 200, graceMs: 100 } },
-};
+import { FAST_PEER } from "../helpers/peer_pair.ts";
 
 Deno.test("connected events carry the remote's name, about and caps", async () => {
   const a = await Peer.open({
@@ -13,9 +9,9 @@ Deno.test("connected events carry the remote's name, about and caps", async () =
     name: "alice",
     about: "reviews diffs",
     caps: ["chat", "blob"],
-    ...FAST,
+    ...FAST_PEER,
   });
-  const b = await Peer.open({ memory: true, name: "bob", ...FAST });
+  const b = await Peer.open({ memory: true, name: "bob", ...FAST_PEER });
   const aLog = new EventLog(a);
   const bLog = new EventLog(b);
   try {
@@ -45,15 +41,15 @@ Deno.test("line events: every line after the handshake, in and out, chunks witho
     memory: true,
     name: "alice",
     chunkSize: 4,
-    ...FAST,
+    ...FAST_PEER,
   });
   const b = await Peer.open({
     memory: true,
     name: "bob",
     lineEvents: true,
-    ...FAST,
+    ...FAST_PEER,
   });
-  const c = await Peer.open({ memory: true, name: "carol", ...FAST });
+  const c = await Peer.open({ memory: true, name: "carol", ...FAST_PEER });
   const aLog = new EventLog(a);
   const bLog = new EventLog(b);
   try {

@@ -2,15 +2,12 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { Peer, type PeerOptions } from "../../peer/peer.ts";
 import type { PeerMessageEvent } from "../../peer/peer_events.ts";
-import { EventLog } from "../helpers/event_log.ts";
+import type { EventLog } from "../helpers/event_log.ts";
+import { pathExists } from "../helpers/path_exists.ts";
+import { closeNodes, openNode } from "../helpers/peer_node.ts";
 import { Signer } from "../../wire/keys.ts";
 import { mintGrant } from "../../wire/grant.ts";
 import type { Part } from "../../wire/types.ts";
-
-const FAST: Partial<PeerOptions> = {
-  timeouts: { pingInterval: 0, bye: 1000 },
-  dialer: { timing: { baseMs: 50, capMs: 200, graceMs: 100 } },
-};
 
 const EXEC = "application/vnd.awp.exec+json";
 const FS_READ = "application/vnd.awp.fs-read+json";
@@ -23,22 +20,8 @@ function replyTo(events: EventLog, id: string): Promise<PeerMessageEvent> {
   );
 }
 
-interface Node {
-  peer: Peer;
-  events: EventLog;
-}
-
-async function open(
-  name: string,
-  extra: Partial<PeerOptions> = {},
-): Promise<Node> {
-  const peer = await Peer.open({ memory: true, name, ...FAST, ...extra });
-  return { peer, events: new EventLog(peer, 15_000) };
-}
-
-async function closeAll(...nodes: Node[]): Promise<void> {
-  await Promise.all(nodes.map((n) => n.peer.close()));
-  await Promise.all(nodes.map((n) => n.events.done));
+function open(name: string, extra: Partial<PeerOptions> = {}) {
+  return openNode(name, extra, 15_000);
 }
 
 function request(mime: string, data: unknown): Part[] {
@@ -51,15 +34,6 @@ function resultData(m: PeerMessageEvent): Record<string, unknown> {
     | undefined;
   assert.ok(part, "the result has a data part");
   return part.data;
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 Deno.test("Peer.open: bad trust, admission and serve options are one-line errors", async () => {
@@ -137,7 +111,7 @@ Deno.test("forged, expired, wrong-audience and two-level-delegated grants are no
     assert.deepEqual(seen.requests, [
       { cap: "exec", mime: EXEC, allowed: false, served: false },
     ]);
-    assert.equal(await exists(marker), false, "nothing ran");
+    assert.equal(await pathExists(marker), false, "nothing ran");
     assert.equal(c.events.of("served").length, 0);
     // The connection survived all of it.
     assert.equal(b.events.of("disconnected").length, 0);
@@ -146,7 +120,7 @@ Deno.test("forged, expired, wrong-audience and two-level-delegated grants are no
       true,
     );
   } finally {
-    await closeAll(b, c);
+    await closeNodes(b, c);
     await Deno.remove(root, { recursive: true });
   }
 });
@@ -204,7 +178,7 @@ Deno.test("exec with a grant on a serving peer answers with a result msg; a shor
     assert.equal(killed.timed_out, true);
     assert.equal(typeof killed.error, "string");
   } finally {
-    await closeAll(b, c);
+    await closeNodes(b, c);
     await Deno.remove(root, { recursive: true });
   }
 });
@@ -228,7 +202,7 @@ Deno.test("an allowed request on a peer that does not serve it goes to the appli
     await b.peer.waitAck(id);
     assert.equal(b.events.of("error").length, 0);
   } finally {
-    await closeAll(b, c);
+    await closeNodes(b, c);
   }
 });
 
@@ -260,7 +234,7 @@ Deno.test("fs:read of a big file comes back as a blob; a path escaping the root 
     assert.equal(typeof failed.error, "string");
     assert.equal(failed.content, undefined);
   } finally {
-    await closeAll(b, c);
+    await closeNodes(b, c);
     await Deno.remove(root, { recursive: true });
   }
 });
@@ -316,7 +290,7 @@ Deno.test("allowlist: a stranger is refused with err auth and a detail; allowed,
     assert.ok(why(dialedByC.peer.key).includes("dialed"));
     assert.deepEqual(why(presenter.peer.key), ["grant"]);
   } finally {
-    await closeAll(stranger, allowed, dialedByC, presenter, t, c);
+    await closeNodes(stranger, allowed, dialedByC, presenter, t, c);
   }
 });
 
@@ -365,7 +339,7 @@ Deno.test("introduce end to end: A introduces C to B with a grant C honors throu
     const data = resultData(await replyTo(b.events, id));
     assert.equal(data.stdout, "introduced\n");
   } finally {
-    await closeAll(a, b, c);
+    await closeNodes(a, b, c);
     await Deno.remove(root, { recursive: true });
   }
 });

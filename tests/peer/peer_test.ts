@@ -2,18 +2,14 @@ import assert from "node:assert/strict";
 import { Peer, type PeerOptions } from "../../peer/peer.ts";
 import type { Part } from "../../wire/types.ts";
 import { EventLog } from "../helpers/event_log.ts";
-
-const FAST: Partial<PeerOptions> = {
-  timeouts: { pingInterval: 0, bye: 1000 },
-  dialer: { timing: { baseMs: 50, capMs: 200, graceMs: 100 } },
-};
+import { FAST_PEER } from "../helpers/peer_pair.ts";
 
 async function open(
   home: string,
   name: string,
   extra: Partial<PeerOptions> = {},
 ) {
-  const peer = await Peer.open({ home, name, ...FAST, ...extra });
+  const peer = await Peer.open({ home, name, ...FAST_PEER, ...extra });
   return { peer, events: new EventLog(peer) };
 }
 
@@ -253,9 +249,9 @@ Deno.test("a peer reopened from its home keeps its key and gets what was sent wh
 });
 
 Deno.test("grants and introductions arrive as events and are stored", async () => {
-  const a = await Peer.open({ memory: true, name: "alice", ...FAST });
-  const b = await Peer.open({ memory: true, name: "bob", ...FAST });
-  const c = await Peer.open({ memory: true, name: "carol", ...FAST });
+  const a = await Peer.open({ memory: true, name: "alice", ...FAST_PEER });
+  const b = await Peer.open({ memory: true, name: "bob", ...FAST_PEER });
+  const c = await Peer.open({ memory: true, name: "carol", ...FAST_PEER });
   const eb = new EventLog(b);
   try {
     const addrA = await a.listen("tcp:127.0.0.1:0");

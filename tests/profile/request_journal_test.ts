@@ -10,28 +10,19 @@
  */
 
 import assert from "node:assert/strict";
-import { Peer, type PeerOptions } from "../../peer/peer.ts";
+import { Peer } from "../../peer/peer.ts";
 import type { PeerMessageEvent } from "../../peer/peer_events.ts";
 import { EventLog } from "../helpers/event_log.ts";
-import { JsonLineChild } from "../helpers/json_line_child.ts";
+import { FAST_PEER } from "../helpers/peer_pair.ts";
+import { ServePeerProcess } from "../helpers/serve_peer_process.ts";
 import type { Part } from "../../wire/types.ts";
 import { pathExists } from "../helpers/path_exists.ts";
 import { until } from "../helpers/until.ts";
 
 const EXEC = "application/vnd.awp.exec+json";
-const FIXTURE = new URL("../fixtures/serve_peer.ts", import.meta.url).pathname;
 
-const FAST: Partial<PeerOptions> = {
-  timeouts: { pingInterval: 0, bye: 1000 },
-  dialer: { timing: { baseMs: 50, capMs: 200, graceMs: 100 } },
-};
-
-function server(home: string, root: string, addr: string): JsonLineChild {
-  return new JsonLineChild([
-    "run",
-    "-A",
-    "--unstable-kv",
-    FIXTURE,
+function server(home: string, root: string, addr: string): ServePeerProcess {
+  return new ServePeerProcess([
     "--home",
     home,
     "--root",
@@ -69,7 +60,7 @@ Deno.test("kill -9 of a serving peer: the running request is answered interrupte
   const root = await Deno.makeTempDir();
   const addr = `unix:${home}/sock`;
   let s = server(home, root, addr);
-  const asker = await Peer.open({ memory: true, name: "asker", ...FAST });
+  const asker = await Peer.open({ memory: true, name: "asker", ...FAST_PEER });
   const events = new EventLog(asker, 30_000);
   const sleeper = `${root}/sleeper.pid`;
   try {

@@ -10,17 +10,15 @@
 import assert from "node:assert/strict";
 import type { CrashLine } from "../fixtures/crash_peer.ts";
 import { CrashPair } from "../helpers/crash_pair.ts";
-import { prng } from "../helpers/prng.ts";
-import { randomBytes } from "../helpers/random_bytes.ts";
+import { writeBlobPlan } from "../helpers/blob_plan.ts";
+import { readJsonLines } from "../helpers/crash_journal.ts";
+import { crashSeed } from "../helpers/crash_seed.ts";
+import { sleep } from "../helpers/sleep.ts";
 import { sha256Hex as sha256 } from "../helpers/sha256_hex.ts";
 
 const MiB = 1024 * 1024;
 const SIZE = 50 * MiB;
 const KILLS = 5;
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
 
 interface BlobView {
   status: string;
@@ -30,26 +28,11 @@ interface BlobView {
 }
 
 Deno.test("a 50 MiB blob survives 5 kill -9 of either side: delivered once, byte-identical", async () => {
-  const seed = Number(Deno.env.get("CRASH_SEED") ?? Date.now() % 2 ** 31);
-  console.log(`blob_crash_kills_test seed ${seed} (rerun: CRASH_SEED=${seed})`);
-  const random = prng(seed);
-  const pick = (lo: number, hi: number) =>
-    Math.floor(lo + random() * (hi - lo));
+  const { random, pick } = crashSeed("blob_crash_kills_test");
 
   const dir = await Deno.makeTempDir({ prefix: "awp-blobkills-" });
   const inbox = `${dir}/inbox.jsonl`;
-  const bytes = randomBytes(SIZE);
-  const want = sha256(bytes);
-  await Deno.writeFile(`${dir}/big.bin`, bytes);
-  await Deno.writeTextFile(
-    `${dir}/plan.json`,
-    JSON.stringify([{
-      tag: "big",
-      th: "thr_big",
-      text: "fifty MiB",
-      files: [`${dir}/big.bin`],
-    }]),
-  );
+  const want = await writeBlobPlan(dir, SIZE, "fifty MiB");
   const pair = await CrashPair.start(dir, {
     rx: ["--inbox", inbox, "--progress", "20"],
     tx: ["--plan", `${dir}/plan.json`, "--journal", `${dir}/journal.jsonl`],
@@ -81,10 +64,7 @@ Deno.test("a 50 MiB blob survives 5 kill -9 of either side: delivered once, byte
     let events: CrashLine[] = [];
     const deadline = Date.now() + 30_000;
     while (Date.now() < deadline) {
-      const text = await Deno.readTextFile(inbox).catch(() => "");
-      events = text.split("\n").filter((l) => l !== "").map((l) =>
-        JSON.parse(l)
-      );
+      events = await readJsonLines<CrashLine>(inbox);
       if (events.length > 0) break;
       await sleep(100);
     }

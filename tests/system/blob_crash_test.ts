@@ -11,7 +11,7 @@
 
 import assert from "node:assert/strict";
 import { CrashPeer } from "../fixtures/crash_peer.ts";
-import { randomBytes } from "../helpers/random_bytes.ts";
+import { writeBlobPlan } from "../helpers/blob_plan.ts";
 import { sha256Hex as sha256 } from "../helpers/sha256_hex.ts";
 
 const MiB = 1024 * 1024;
@@ -147,18 +147,7 @@ function concat(pieces: Uint8Array[]): Uint8Array {
 /** Runs one 20 MiB transfer, kills `victim` mid-way, restarts it, checks. */
 async function cutAndResume(victim: "receiver" | "sender"): Promise<void> {
   const dir = await Deno.makeTempDir({ prefix: "awp-blobcrash-" });
-  const bytes = randomBytes(SIZE);
-  const want = sha256(bytes);
-  await Deno.writeFile(`${dir}/big.bin`, bytes);
-  await Deno.writeTextFile(
-    `${dir}/plan.json`,
-    JSON.stringify([{
-      tag: "big",
-      th: "thr_big",
-      text: "twenty MiB",
-      files: [`${dir}/big.bin`],
-    }]),
-  );
+  const want = await writeBlobPlan(dir, SIZE, "twenty MiB");
   const sock = `${dir}/rx.sock`;
   const relay = new ChunkCountingRelay(sock);
   const rxArgs = [

@@ -13,27 +13,18 @@
 import assert from "node:assert/strict";
 import type { CrashLine } from "../fixtures/crash_peer.ts";
 import { CrashPair } from "../helpers/crash_pair.ts";
-import { prng } from "../helpers/prng.ts";
+import {
+  deliveryOrderProblems,
+  type Journaled,
+  readJsonLines,
+} from "../helpers/crash_journal.ts";
+import { crashSeed } from "../helpers/crash_seed.ts";
+import { sleep } from "../helpers/sleep.ts";
 
 const MESSAGES = 5_000;
 const BURST = 500;
 const THREADS = 10;
 const KILLS = 6;
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-interface Journaled {
-  tag: string;
-  id: string;
-  th: string;
-}
-
-async function jsonLines<T>(path: string): Promise<T[]> {
-  const text = await Deno.readTextFile(path).catch(() => "");
-  return text.split("\n").filter((l) => l !== "").map((l) => JSON.parse(l));
-}
 
 // Opt-in (AWP_CRASH_BURST=1): under load it still finds msgs of one thread
 // delivered out of send order after kills (before 2026-12-03 they were
@@ -43,11 +34,7 @@ Deno.test({
     "kill -9 either peer while 5,000 msgs go in bursts of 500: nothing lost, no duplicates, order kept",
   ignore: Deno.env.get("AWP_CRASH_BURST") !== "1",
 }, async () => {
-  const seed = Number(Deno.env.get("CRASH_SEED") ?? Date.now() % 2 ** 31);
-  console.log(`crash_burst_test seed ${seed} (rerun: CRASH_SEED=${seed})`);
-  const random = prng(seed);
-  const pick = (lo: number, hi: number) =>
-    Math.floor(lo + random() * (hi - lo));
+  const { seed, random, pick } = crashSeed("crash_burst_test");
 
   const dir = await Deno.makeTempDir({ prefix: "awp-crashburst-" });
   const journal = `${dir}/journal.jsonl`;
@@ -84,9 +71,9 @@ Deno.test({
       await pair.kill(victim);
     }
     await pair.tx.waitFor((l) => l.event === "all_acked", "all acked", 60_000);
-    const resolved = await jsonLines<Journaled>(journal);
+    const resolved = await readJsonLines<Journaled>(journal);
     const received = async () =>
-      (await jsonLines<CrashLine>(inbox)).filter((l) => l.peer === txKey);
+      (await readJsonLines<CrashLine>(inbox)).filter((l) => l.peer === txKey);
     // The receiving application syncs its inbox once per message, which is
     // slow on a busy disk: wait while it makes progress, give up after 15 s
     // without any.
@@ -129,24 +116,7 @@ Deno.test({
         problems.push(`${j.tag}: got ${e.text} in ${e.th}`);
       }
     }
-    const delivered = new Map<string, string[]>();
-    for (const e of events) {
-      const list = delivered.get(e.th as string) ?? [];
-      list.push(e.id as string);
-      delivered.set(e.th as string, list);
-    }
-    for (const [th, ids] of delivered) {
-      if (ids.some((id, i) => i > 0 && ids[i - 1] >= id)) {
-        problems.push(`thread ${th}: delivered out of id order`);
-      }
-      const sent = resolved.filter((j) => j.th === th).map((j) => j.id);
-      const got = new Set(ids);
-      const inSent = new Set(sent);
-      const order = ids.filter((id) => inSent.has(id));
-      if (order.join() !== sent.filter((id) => got.has(id)).join()) {
-        problems.push(`thread ${th}: delivery order differs from send order`);
-      }
-    }
+    problems.push(...deliveryOrderProblems(events, resolved));
     if (problems.length > 0) {
       assert.fail(
         `seed ${seed}: ${problems.length} problems:\n${

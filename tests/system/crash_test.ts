@@ -15,9 +15,16 @@
  */
 
 import assert from "node:assert/strict";
-import { type CrashLine, CrashPeer } from "../fixtures/crash_peer.ts";
+import type { CrashLine } from "../fixtures/crash_peer.ts";
+import { CrashPair } from "../helpers/crash_pair.ts";
 import { openStore } from "../../storage/open_store.ts";
-import { prng } from "../helpers/prng.ts";
+import {
+  deliveryOrderProblems,
+  type Journaled,
+  readJsonLines,
+} from "../helpers/crash_journal.ts";
+import { crashSeed } from "../helpers/crash_seed.ts";
+import { sleep } from "../helpers/sleep.ts";
 import { randomBytes } from "../helpers/random_bytes.ts";
 import { sha256Hex as sha256 } from "../helpers/sha256_hex.ts";
 
@@ -25,16 +32,6 @@ const MESSAGES = 500;
 const THREADS = 5;
 const KILLS = 10;
 const KiB = 1024;
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
-interface Journaled {
-  tag: string;
-  id: string;
-  th: string;
-}
 
 interface PlanItem {
   tag: string;
@@ -54,14 +51,9 @@ interface BlobView {
 }
 
 Deno.test("kill -9 either peer 10+ times while 500 msgs with files stream in 5 threads: nothing lost, no duplicates, order kept, files identical", async () => {
-  const seed = Number(Deno.env.get("CRASH_SEED") ?? Date.now() % 2 ** 31);
-  console.log(`crash_test seed ${seed} (rerun: CRASH_SEED=${seed})`);
-  const random = prng(seed);
-  const pick = (lo: number, hi: number) =>
-    Math.floor(lo + random() * (hi - lo));
+  const { seed, random, pick } = crashSeed("crash_test");
 
   const dir = await Deno.makeTempDir({ prefix: "awp-crash-" });
-  const address = `unix:${dir}/rx.sock`;
   const journal = `${dir}/journal.jsonl`;
   const inbox = `${dir}/inbox.jsonl`;
 
@@ -88,95 +80,45 @@ Deno.test("kill -9 either peer 10+ times while 500 msgs with files stream in 5 t
   await Deno.writeTextFile(`${dir}/plan.json`, JSON.stringify(plan));
   const planByTag = new Map(plan.map((p) => [p.tag, p]));
 
-  const rxArgs = [
-    "--home",
-    `${dir}/rx`,
-    "--listen",
-    address,
-    "--name",
-    "rx",
-    "--inbox",
-    inbox,
-  ];
-  const receivers: CrashPeer[] = [];
-  const senders: CrashPeer[] = [];
-  let rx = CrashPeer.spawn(rxArgs);
-  receivers.push(rx);
-  let tx: CrashPeer | undefined;
+  const pair = await CrashPair.start(dir, {
+    rx: ["--name", "rx", "--inbox", inbox],
+    tx: ["--name", "tx", "--plan", `${dir}/plan.json`, "--journal", journal],
+  });
   try {
-    const rxReady = await rx.waitFor((l) => l.event === "ready", "rx ready");
-    const rxKey = rxReady.key as string;
-    const txArgs = [
-      "--home",
-      `${dir}/tx`,
-      "--name",
-      "tx",
-      "--to",
-      rxKey,
-      "--connect",
-      address,
-      "--plan",
-      `${dir}/plan.json`,
-      "--journal",
-      journal,
-      "--pace",
-      "0",
-    ];
-    tx = CrashPeer.spawn(txArgs);
-    senders.push(tx);
-    const txReady = await tx.waitFor((l) => l.event === "ready", "tx ready");
+    const txReady = await pair.tx.waitFor(
+      (l) => l.event === "ready",
+      "tx ready",
+    );
     const txKey = txReady.key as string;
 
     // The kills: a random side after a random 150-900 ms of life; the last
-    // kill goes to a side not killed yet, so both sides are hit.
+    // kill goes to a side not killed yet, so both sides are hit. Each comes
+    // back on the same home (same key) after 0-200 ms.
     const started = Date.now();
-    const killed = { rx: 0, tx: 0 };
     for (let k = 0; k < KILLS; k++) {
       assert.ok(Date.now() - started < 40_000, "the kill loop took too long");
-      let victim: "rx" | "tx" = random() < 0.5 ? "rx" : "tx";
-      if (k === KILLS - 1 && killed.rx === 0) victim = "rx";
-      if (k === KILLS - 1 && killed.tx === 0) victim = "tx";
+      const victim = pair.victim(k, KILLS, random);
       // A fresh sender needs about a second before its first send (start,
       // first handshake): count its life from then, or kills land in start.
-      await tx!.waitFor(
+      await pair.tx.waitFor(
         (l) => l.event === "sent" || l.event === "plan_done",
         "the sender at work",
       );
       await sleep(victim === "tx" ? pick(30, 700) : pick(100, 900));
-      killed[victim]++;
-      const target = victim === "rx" ? rx : tx!;
-      const sentSoFar = senders.reduce((n, s) => n + s.of("sent").length, 0);
+      const sentSoFar = pair.procs.reduce((n, p) => n + p.of("sent").length, 0);
       console.log(
         `kill ${k + 1}: ${victim} after ${sentSoFar} resolved sends`,
       );
-      target.kill9();
-      await target.reap();
-      await sleep(pick(0, 200));
-      if (victim === "rx") {
-        rx = CrashPeer.spawn(rxArgs);
-        receivers.push(rx);
-        const again = await rx.waitFor((l) => l.event === "ready", "rx again");
-        assert.equal(again.key, rxKey, "same identity after restart");
-      } else {
-        tx = CrashPeer.spawn(txArgs);
-        senders.push(tx);
-        const again = await tx.waitFor((l) => l.event === "ready", "tx again");
-        assert.equal(again.key, txKey, "same identity after restart");
-      }
+      await pair.kill(victim, pick(0, 200));
     }
 
     // Let the sender finish the plan and see every ack.
-    await tx!.waitFor((l) => l.event === "all_acked", "all acked", 30_000);
-    const resolved: Journaled[] = (await Deno.readTextFile(journal))
-      .split("\n").filter((l) => l !== "").map((l) => JSON.parse(l));
+    await pair.tx.waitFor((l) => l.event === "all_acked", "all acked", 30_000);
+    const resolved = await readJsonLines<Journaled>(journal);
     // The application's view: its inbox journal (a torn last line was cut
     // off by the run after it; the last run quits cleanly).
-    const received = async (): Promise<CrashLine[]> => {
-      const text = await Deno.readTextFile(inbox).catch(() => "");
-      return text.split("\n").filter((l) => l !== "").map((l) =>
-        JSON.parse(l) as CrashLine
-      ).filter((l) => l.peer === txKey);
-    };
+    const received = async () =>
+      (await readJsonLines<CrashLine>(inbox)).filter((l) => l.peer === txKey);
     // The acks say durable; the events follow the commit at once.
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline) {
@@ -184,13 +126,13 @@ Deno.test("kill -9 either peer 10+ times while 500 msgs with files stream in 5 t
       if (resolved.every((j) => got.has(j.id))) break;
       await sleep(50);
     }
-    await Promise.all([rx.finish(), tx!.finish()]);
+    await Promise.all([pair.rx.finish(), pair.tx.finish()]);
 
     const events = await received();
     console.log(
-      `${killed.rx} rx kills, ${killed.tx} tx kills, ${receivers.length} rx runs, ${senders.length} tx runs, ${resolved.length} resolved sends, ${events.length} message events`,
+      `${pair.killed.rx} rx kills, ${pair.killed.tx} tx kills, ${resolved.length} resolved sends, ${events.length} message events`,
     );
-    assert.equal(killed.rx + killed.tx, KILLS);
+    assert.equal(pair.killed.rx + pair.killed.tx, KILLS);
     // Every plan item was sent and resolved once.
     assert.deepEqual(
       resolved.map((j) => j.tag).sort(),
@@ -237,29 +179,7 @@ Deno.test("kill -9 either peer 10+ times while 500 msgs with files stream in 5 t
 
     // Order: in every thread, delivery order is id order, and the resolved
     // sends appear in the order they were sent (ids allocated in order).
-    const delivered = new Map<string, string[]>();
-    for (const e of events) {
-      const list = delivered.get(e.th as string) ?? [];
-      list.push(e.id as string);
-      delivered.set(e.th as string, list);
-    }
-    for (const [th, ids] of delivered) {
-      for (let i = 1; i < ids.length; i++) {
-        if (ids[i - 1] >= ids[i]) {
-          problems.push(
-            `thread ${th}: ${ids[i - 1]} delivered before ${ids[i]}`,
-          );
-          break;
-        }
-      }
-      const sent = resolved.filter((j) => j.th === th).map((j) => j.id);
-      const got = new Set(ids);
-      const seenOrder = ids.filter((id) => sent.includes(id));
-      const wanted = sent.filter((id) => got.has(id));
-      if (JSON.stringify(seenOrder) !== JSON.stringify(wanted)) {
-        problems.push(`thread ${th}: delivery order differs from send order`);
-      }
-    }
+    problems.push(...deliveryOrderProblems(events, resolved));
 
     // Content and files: text matches the plan, every file byte-identical.
     let files = 0;
@@ -297,10 +217,7 @@ Deno.test("kill -9 either peer 10+ times while 500 msgs with files stream in 5 t
     }
     assert.equal(files, expected.size);
   } finally {
-    for (const p of [...receivers, ...senders]) {
-      if (!p.exited) p.kill9();
-      await p.reap().catch(() => {});
-    }
+    await pair.close();
     await Deno.remove(dir, { recursive: true });
   }
 });

@@ -11,7 +11,8 @@
 import assert from "node:assert/strict";
 import { Peer, type PeerOptions } from "../../peer/peer.ts";
 import { HostileClient, type Line } from "../helpers/hostile_client.ts";
-import { JsonLineChild } from "../helpers/json_line_child.ts";
+import { FAST_PEER } from "../helpers/peer_pair.ts";
+import { ServePeerProcess } from "../helpers/serve_peer_process.ts";
 import { readMemory } from "../../bench/proc_memory.ts";
 import { Signer } from "../../wire/keys.ts";
 import { parseArgs } from "../../cli/args.ts";
@@ -22,15 +23,10 @@ import {
   parseBoundFlags,
 } from "../../cli/bound_flags.ts";
 
-const FIXTURE = new URL("../fixtures/serve_peer.ts", import.meta.url).pathname;
 const MiB = 1024 * 1024;
-const FAST: Partial<PeerOptions> = {
-  timeouts: { pingInterval: 0, bye: 1000 },
-  dialer: { timing: { baseMs: 50, capMs: 200, graceMs: 100 } },
-};
 
 interface Server {
-  child: JsonLineChild;
+  child: ServePeerProcess;
   key: string;
   addr: string;
   home: string;
@@ -38,11 +34,7 @@ interface Server {
 
 async function startServer(extra: string[] = []): Promise<Server> {
   const home = await Deno.makeTempDir();
-  const child = new JsonLineChild([
-    "run",
-    "-A",
-    "--unstable-kv",
-    FIXTURE,
+  const child = new ServePeerProcess([
     "--home",
     home,
     "--listen",
@@ -60,7 +52,11 @@ async function stopServer(s: Server): Promise<void> {
 
 /** A well-behaved peer exchanges one msg with the server: it still serves. */
 async function stillServes(s: Server): Promise<void> {
-  const peer = await Peer.open({ memory: true, name: "bystander", ...FAST });
+  const peer = await Peer.open({
+    memory: true,
+    name: "bystander",
+    ...FAST_PEER,
+  });
   try {
     await peer.connect(s.addr);
     const { id } = await peer.send(s.key, "still there?");
@@ -137,9 +133,9 @@ Deno.test("a remote that never reads is cut off past the unsent-bytes bound, and
 
 Deno.test("a replay of many small msgs stays under the unsent bound: all arrive", async () => {
   const homes = [await Deno.makeTempDir(), await Deno.makeTempDir()];
-  const options = { ...FAST, maxUnsentBytes: 64 * 1024 };
+  const options = { ...FAST_PEER, maxUnsentBytes: 64 * 1024 };
   const a = await Peer.open({ home: homes[0], ...options });
-  let b = await Peer.open({ home: homes[1], ...FAST });
+  let b = await Peer.open({ home: homes[1], ...FAST_PEER });
   try {
     const addr = await a.listen(`unix:${homes[0]}/sock`);
     await b.connect(addr);
@@ -150,7 +146,7 @@ Deno.test("a replay of many small msgs stays under the unsent bound: all arrive"
     for (let i = 0; i < 400; i++) {
       last = (await a.send(key, `queued ${i}`, { thread: `r${i % 4}` })).id;
     }
-    b = await Peer.open({ home: homes[1], ...FAST });
+    b = await Peer.open({ home: homes[1], ...FAST_PEER });
     await b.connect(addr);
     await a.waitAck(last, { timeoutMs: 30_000 });
   } finally {

@@ -12,7 +12,7 @@
 import assert from "node:assert/strict";
 import type { Page } from "npm:playwright-core@^1.65.1";
 import { awpOk } from "../helpers/awp_cli.ts";
-import { browserMissing, CHROMIUM, LAUNCH_ARGS } from "../helpers/chromium.ts";
+import { browserMissing, launchChromium } from "../helpers/chromium.ts";
 
 const missing = browserMissing();
 if (missing) console.warn(`web_dashboard_browser_test skipped: ${missing}`);
@@ -71,7 +71,6 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    const { chromium } = await import("npm:playwright-core@^1.65.1");
     const dir = await Deno.makeTempDir({ prefix: "awp-web-" });
     const alice = `${dir}/alice`;
     const bob = `${dir}/bob`;
@@ -80,11 +79,7 @@ Deno.test({
     await Deno.mkdir(root);
     let bobPid = 0;
     let stopped = false;
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [...LAUNCH_ARGS],
-    });
+    const browser = await launchChromium();
     try {
       const a = JSON.parse(
         await awpOk(alice, [
