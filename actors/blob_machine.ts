@@ -10,8 +10,9 @@
  *
  * Both keep progress (bytes done, total, rate in bytes/s) in the context
  * and emit it as a `progress` event, for a CLI progress bar or the
- * inspector: on every state change, and for chunks at most every
- * {@linkcode PROGRESS_EVERY_MS}. Side effects are named no-op actions the caller
+ * inspector: on every state change, for chunks sent at most every
+ * {@linkcode PROGRESS_EVERY_MS}, for chunks received once per synced batch
+ * (the caller sends the batch's last chunk). Side effects are named no-op actions the caller
  * supplies with `.provide()`: `stopSending` (skip the ref's remaining
  * chunks), `releaseSpool` (drop the spooled copy) and `discardPartial`.
  *
@@ -495,8 +496,7 @@ export type IncomingBlobAction =
   | { type: "endRun"; params: unknown }
   | { type: "setDetail"; params: unknown }
   | { type: "reportStatus"; params: { status: BlobTransferStatus } }
-  | { type: "discardPartial"; params: unknown }
-  | { type: "markReported"; params: unknown };
+  | { type: "discardPartial"; params: unknown };
 
 /**
  * The type of {@linkcode incomingBlobMachine}, spelled out so the published
@@ -508,7 +508,7 @@ export type IncomingBlobMachine = StateMachine<
   Record<string, never>,
   never,
   IncomingBlobAction,
-  { type: "progressDue"; params: unknown },
+  never,
   never,
   "receiving" | "complete" | "refused" | "failed",
   string,
@@ -540,14 +540,7 @@ export const incomingBlobMachine: IncomingBlobMachine = setup({
     input: {} as IncomingBlobInput,
     emitted: {} as BlobProgress,
   },
-  guards: {
-    progressDue: ({ context, event }) =>
-      event.type === "CHUNK" && progressDue(context, event),
-  },
   actions: {
-    markReported: assign(({ event }) => ({
-      reportedAt: chunkTime(event as { at?: number }),
-    })),
     countChunk: assign(({ context, event }) => {
       if (event.type !== "CHUNK" && event.type !== "COMPLETE") return {};
       const update: Partial<IncomingBlobContext> = {
@@ -598,16 +591,13 @@ export const incomingBlobMachine: IncomingBlobMachine = setup({
   states: {
     receiving: {
       on: {
-        CHUNK: [
-          {
-            guard: "progressDue",
-            actions: ["countChunk", "markReported", {
-              type: "reportStatus",
-              params: { status: "receiving" },
-            }],
-          },
-          { actions: "countChunk" },
-        ],
+        // One per synced batch of chunks (the receiver's own pace).
+        CHUNK: {
+          actions: ["countChunk", {
+            type: "reportStatus",
+            params: { status: "receiving" },
+          }],
+        },
         DESCRIBED: {
           actions: ["describe", {
             type: "reportStatus",

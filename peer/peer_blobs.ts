@@ -42,9 +42,10 @@ const MAX_UNWRITTEN = 2 * 1024 * 1024;
 /**
  * Chunk bytes written and not yet synced before reading waits for a sync:
  * on disk, not in memory; it bounds how long one fsync (and the acks
- * behind it) can take.
+ * behind it) can take, and how far apart a transfer's stored records are
+ * (a resume after a kill starts at most about this far back).
  */
-const MAX_UNSYNCED = 32 * 1024 * 1024;
+const MAX_UNSYNCED = 4 * 1024 * 1024;
 
 type OutBlobActor = Actor<OutgoingBlobMachine>;
 type InBlobActor = Actor<IncomingBlobMachine>;
@@ -596,7 +597,10 @@ export class PeerBlobs {
       );
       if (news.length === 0) continue;
       const actor = this.#incomingBlob(peer, ref, sink);
+      // Progress once per batch: the chunks synced together, as the last.
+      const lastAccepted = news.findLast((r) => r.kind === "accepted");
       for (const result of news) {
+        if (result.kind === "accepted" && result !== lastAccepted) continue;
         const event = sinkEvent(result);
         if (event) void actor.then((a) => a.send(event), () => {});
         if (result.kind === "refused") {
