@@ -114,13 +114,18 @@ export class ChunkFramer {
     };
   }
 
-  /** Closes the open spooled file (the pool is dropped with the framer). */
+  /**
+   * Closes the open spooled file and lets go of the buffers (frames still
+   * out are dropped when released): between blobs a connection holds none.
+   */
   close(): void {
     try {
       this.#file?.close();
     } catch { /* already closed */ }
     this.#file = undefined;
     this.#path = undefined;
+    this.#free = [];
+    this.#read = new Uint8Array(0);
   }
 
   /** A pooled buffer of at least `size` bytes. */
@@ -131,7 +136,10 @@ export class ChunkFramer {
   }
 
   #give(buffer: Uint8Array): void {
-    if (this.#free.length < POOL_SIZE) this.#free.push(buffer);
+    // Kept only while a blob's file is open (more of its chunks to come).
+    if (this.#path !== undefined && this.#free.length < POOL_SIZE) {
+      this.#free.push(buffer);
+    }
   }
 
   /** `length` bytes at `offset` of `path`, in the reused read buffer. */
