@@ -4,6 +4,7 @@ import { BlobSourceError, chunkMessage } from "../../storage/spool.ts";
 import type { OutboxEntry } from "../../storage/store.ts";
 import { parseLine } from "../../wire/parse.ts";
 import { releaseChunkBytes, splitChunkLine } from "../../wire/chunk_line.ts";
+import { encodeBase64 } from "../../wire/base64.ts";
 import { encodeLine } from "../../wire/frame.ts";
 
 const CHUNK = 262144;
@@ -101,5 +102,25 @@ Deno.test("chunk lines of other shapes take the general parse (undefined here)",
     ]
   ) {
     assert.equal(splitChunkLine(line(text)), undefined, why);
+  }
+});
+
+Deno.test("split chunk data decodes like the general path, with and without padding", () => {
+  const enc = new TextEncoder();
+  for (const size of [4500, 4501, 4502, 262142, 262143, 262144]) {
+    const bytes = crypto.getRandomValues(new Uint8Array(Math.min(size, 65536)));
+    const data = new Uint8Array(size);
+    for (let i = 0; i < size; i += bytes.length) {
+      data.set(bytes.subarray(0, Math.min(bytes.length, size - i)), i);
+    }
+    const line = enc.encode(
+      `{"t":"chunk","id":"1","ts":"x","ref":"r","n":0,"last":true,"data":"${
+        encodeBase64(data)
+      }"}`,
+    );
+    const split = splitChunkLine(line);
+    assert.ok(split, `size ${size}`);
+    assert.deepEqual(split.bytes, data, `size ${size}`);
+    releaseChunkBytes(split.bytes);
   }
 });
