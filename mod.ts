@@ -49,6 +49,7 @@ export type {
   ReceiveOutcome,
 } from "./storage/store.ts";
 export type { RemoteHello } from "./actors/connection.ts";
+export type { PeerConfig } from "./actors/peer_config.ts";
 export type { ReceiveExtras, RequestRecord } from "./storage/store.ts";
 export type { ConnectionLimits } from "./net/connection_gate.ts";
 export type { UnfinishedBlobLimits } from "./peer/peer_blobs.ts";

@@ -12,21 +12,42 @@
  *   after `byeTimeout`.
  * - `closed`: final.
  *
- * The machine does no I/O: every side effect is a named action that
- * {@link Connection} (actors/connection.ts) implements with `.provide()`, so
- * the chart can be walked on its own with simulated time.
+ * Every received line arrives as a `FRAME` event (parsed and checked once,
+ * wire/read_frame.ts) and the chart routes it by its guards
+ * (frame_routes.ts): the hello checks, auth, resume, the traffic of an open
+ * session, what is still taken while closing. Verifying their auth is an
+ * invoked `fromPromise` actor (`verifyAuth`); reading pauses meanwhile.
+ *
+ * The machine does no I/O: every side effect is a named action calling the
+ * `host` of its input (actors/connection.ts), one machine shared by every
+ * connection, so the chart can be walked on its own with simulated time.
  *
  * @module
  */
 
-import { assign, setup } from "npm:xstate@^5.33.3";
+import { assign, fromPromise, raise, setup } from "npm:xstate@^5.33.3";
 import type {
+  ActorRefFromLogic,
   EventObject,
   MetaObject,
   NonReducibleUnknown,
+  PromiseActorLogic,
   StateMachine,
   StateSchema,
 } from "npm:xstate@^5.33.3";
+import { errorText } from "../wire/error_text.ts";
+import type { Frame } from "../wire/read_frame.ts";
+import { CLOSING_ERROR_CODES, PROTOCOL_VERSION } from "../wire/types.ts";
+import {
+  field,
+  frameGuards,
+  frameOf,
+  refuse,
+  SCHEMA,
+  SESSION_ROUTES,
+  type SessionRoute,
+  TRAFFIC,
+} from "./frame_routes.ts";
 
 /** The connection's timeouts, in milliseconds. */
 export interface ConnectionTimeouts {
@@ -56,16 +77,10 @@ export const DEFAULT_TIMEOUTS: Readonly<ConnectionTimeouts> = Object.freeze({
   pingInterval: 30_000,
 });
 
-/** Error codes that close the connection (SPEC 9.7, NOTES item 9 for too_large). */
-const CLOSING_CODES: ReadonlySet<string> = new Set([
-  "bad_frame",
-  "version",
-  "auth",
-  "too_large",
-]);
-
 /** What the connection tells its statechart. */
 export type ConnectionEvent =
+  /** A received line, parsed and checked once: the chart routes it. */
+  | { type: "FRAME"; frame: Frame }
   /** Their hello is valid; send our auth. */
   | { type: "HELLO_OK" }
   /** Their auth verified and they are admitted; send our resume. */
@@ -93,6 +108,40 @@ export type ConnectionEvent =
  * `.provide()` makes, costs each one its own state-node tree).
  */
 export interface ConnectionHost {
+  /** Their hello passed every check: remember it (before `sendAuth`). */
+  acceptHello(frame: Frame): void;
+  /**
+   * Verify their auth (signature, then schema) and admit them; resolves
+   * with the verdict. Run by the chart's `verifyAuth` actor.
+   */
+  verifyAuth(frame: Frame): Promise<AuthVerdict>;
+  /**
+   * Stop handing lines to the chart until {@link resumeReading}: their
+   * resume may follow their auth at once, and must wait for the verdict.
+   */
+  pauseReading(): void;
+  /** Hand lines to the chart again. */
+  resumeReading(): void;
+  /**
+   * While the session is up: the routes the host applies itself to
+   * schema-valid lines (see `SESSION_ROUTES`); undefined: every line is a
+   * `FRAME` event.
+   */
+  sessionRoutes(routes: ReadonlyMap<string, SessionRoute> | undefined): void;
+  /** Their resume: what they have seen (before `replay`). */
+  noteSeen(frame: Frame): void;
+  /** A content line for the group commit (acked once durable). */
+  stage(frame: Frame): void;
+  /** An ack of ours. */
+  takeAck(frame: Frame): void;
+  /** Answer a ping. */
+  answerPing(frame: Frame): void;
+  /** A pong: the round trip, if it answers our last ping. */
+  notePong(frame: Frame): void;
+  /** Their bye, before the chart closes. */
+  noteBye(frame: Frame): void;
+  /** grant, presence and err lines after auth, for the layers above. */
+  control(frame: Frame): void;
   sendHello(): void;
   sendAuth(): void;
   sendResume(): void;
@@ -110,6 +159,8 @@ export interface ConnectionHost {
 export interface ConnectionContext {
   /** The effective timeouts (defaults merged with the input). */
   timeouts: ConnectionTimeouts;
+  /** Our key: a hello that carries it is refused (NOTES item 5). */
+  key?: string;
   /** Where the actions go; none: they do nothing (tests of the chart). */
   host?: ConnectionHost;
   /** Pings sent since anything was last received. */
@@ -122,9 +173,29 @@ export interface ConnectionContext {
 export interface ConnectionInput {
   /** Overrides of {@link DEFAULT_TIMEOUTS}, in milliseconds. */
   timeouts?: Partial<ConnectionTimeouts>;
+  /** Our key (see {@link ConnectionContext.key}). */
+  key?: string;
   /** The connection the actions act on. */
   host?: ConnectionHost;
 }
+
+/** The outcome of verifying their auth: admitted, or refused with an err. */
+export type AuthVerdict = { ok: true } | ({ ok: false } & SendErrParams);
+
+/** Input of the `verifyAuth` actor. */
+export interface VerifyAuthInput {
+  /** The connection that verifies; none: never settles (tests of the chart). */
+  host?: ConnectionHost;
+  /** Their auth line. */
+  frame: Frame;
+}
+
+/** The actor the chart invokes while it verifies their auth. */
+export type VerifyAuthActor = {
+  src: "verifyAuth";
+  logic: PromiseActorLogic<AuthVerdict, VerifyAuthInput>;
+  id: string | undefined;
+};
 
 /** Parameters of the `sendErr` action. */
 export interface SendErrParams {
@@ -138,6 +209,21 @@ export interface SendErrParams {
 
 /** The named actions of {@link connectionMachine}, with their parameters. */
 export type ConnectionAction =
+  | { type: "acceptHello"; params: unknown }
+  | { type: "pauseReading"; params: unknown }
+  | { type: "takeSessionRoutes"; params: unknown }
+  | { type: "dropSessionRoutes"; params: unknown }
+  | { type: "resumeReading"; params: unknown }
+  | { type: "noteSeen"; params: unknown }
+  | { type: "stage"; params: unknown }
+  | { type: "takeAck"; params: unknown }
+  | { type: "answerPing"; params: unknown }
+  | { type: "notePong"; params: unknown }
+  | { type: "noteBye"; params: unknown }
+  | { type: "control"; params: unknown }
+  | { type: "failFrame"; params: SendErrParams }
+  | { type: "raisePeerErr"; params: unknown }
+  | { type: "raisePeerBye"; params: { withReason: boolean } }
   | { type: "sendHello"; params: unknown }
   | { type: "sendAuth"; params: unknown }
   | { type: "sendResume"; params: unknown }
@@ -155,6 +241,24 @@ export type ConnectionAction =
 
 /** The named guards of {@link connectionMachine}. */
 export type ConnectionGuard =
+  | { type: "isHello"; params: unknown }
+  | { type: "isAuth"; params: unknown }
+  | { type: "isResume"; params: unknown }
+  | { type: "isAck"; params: unknown }
+  | { type: "isPing"; params: unknown }
+  | { type: "isPong"; params: unknown }
+  | { type: "isBye"; params: unknown }
+  | { type: "isErr"; params: unknown }
+  | { type: "helloVersionBad"; params: unknown }
+  | { type: "helloKeyBad"; params: unknown }
+  | { type: "helloInvalid"; params: unknown }
+  | { type: "helloOwnKey"; params: unknown }
+  | { type: "forbiddenBeforeAuth"; params: unknown }
+  | { type: "invalidCore"; params: unknown }
+  | { type: "invalidOther"; params: unknown }
+  | { type: "committed"; params: unknown }
+  | { type: "controlLine"; params: unknown }
+  | { type: "admitted"; params: unknown }
   | { type: "pingEnabled"; params: unknown }
   | { type: "twoMissed"; params: unknown }
   | { type: "closingCode"; params: unknown }
@@ -169,7 +273,7 @@ export type ConnectionDelay =
 
 /** Every snapshot value {@link connectionMachine} can be in. */
 export type ConnectionStateValue =
-  | { handshake: "hello" | "auth" }
+  | { handshake: "hello" | { auth: "waiting" | "verifying" } }
   | "resume"
   | {
     open: {
@@ -187,8 +291,12 @@ export type ConnectionStateValue =
 export type ConnectionMachine = StateMachine<
   ConnectionContext,
   ConnectionEvent,
-  Record<string, never>,
-  never,
+  Record<
+    string,
+    | ActorRefFromLogic<PromiseActorLogic<AuthVerdict, VerifyAuthInput>>
+    | undefined
+  >,
+  VerifyAuthActor,
   ConnectionAction,
   ConnectionGuard,
   ConnectionDelay,
@@ -222,7 +330,50 @@ export const connectionMachine: ConnectionMachine = setup({
     events: {} as ConnectionEvent,
     input: {} as ConnectionInput,
   },
+  actors: {
+    /** Verifies their auth; the host does the crypto and the admission. */
+    verifyAuth: fromPromise<AuthVerdict, VerifyAuthInput>(({ input }) =>
+      input.host?.verifyAuth(input.frame) ?? new Promise<AuthVerdict>(() => {})
+    ),
+  },
   actions: {
+    acceptHello: ({ context, event }) =>
+      context.host?.acceptHello(frameOf(event)),
+    pauseReading: ({ context }) => context.host?.pauseReading(),
+    takeSessionRoutes: ({ context }) =>
+      context.host?.sessionRoutes(SESSION_ROUTES),
+    dropSessionRoutes: ({ context }) => context.host?.sessionRoutes(undefined),
+    resumeReading: ({ context }) => context.host?.resumeReading(),
+    noteSeen: ({ context, event }) => context.host?.noteSeen(frameOf(event)),
+    stage: ({ context, event }) => context.host?.stage(frameOf(event)),
+    takeAck: ({ context, event }) => context.host?.takeAck(frameOf(event)),
+    answerPing: ({ context, event }) =>
+      context.host?.answerPing(frameOf(event)),
+    notePong: ({ context, event }) => context.host?.notePong(frameOf(event)),
+    noteBye: ({ context, event }) => context.host?.noteBye(frameOf(event)),
+    control: ({ context, event }) => context.host?.control(frameOf(event)),
+    /** Their line breaks the protocol: handled as a `FAIL`. */
+    failFrame: raise((_, params: SendErrParams) => ({
+      type: "FAIL" as const,
+      ...params,
+    })),
+    /** Their err line, as a `PEER_ERR`. */
+    raisePeerErr: raise(({ event }) => {
+      const frame = frameOf(event);
+      const detail = field(frame, "detail");
+      return {
+        type: "PEER_ERR" as const,
+        code: String(field(frame, "code")),
+        detail: typeof detail === "string" ? detail : undefined,
+      };
+    }),
+    /** Their bye line, as a `PEER_BYE` (with its reason when asked). */
+    raisePeerBye: raise(({ event }, params: { withReason: boolean }) => {
+      const reason = field(frameOf(event), "reason");
+      return params.withReason && typeof reason === "string"
+        ? { type: "PEER_BYE" as const, reason }
+        : { type: "PEER_BYE" as const };
+    }),
     /** Write our hello (done before anything else). */
     sendHello: ({ context }) => context.host?.sendHello(),
     /** Sign the transcript and write our auth. */
@@ -260,10 +411,13 @@ export const connectionMachine: ConnectionMachine = setup({
     }),
   },
   guards: {
+    ...frameGuards,
+    admitted: ({ event }) =>
+      (event as { output?: AuthVerdict }).output?.ok === true,
     pingEnabled: ({ context }) => context.timeouts.pingInterval > 0,
     twoMissed: ({ context }) => context.missed >= 2,
     closingCode: ({ event }) =>
-      event.type === "PEER_ERR" && CLOSING_CODES.has(event.code),
+      event.type === "PEER_ERR" && CLOSING_ERROR_CODES.has(event.code),
     hasCode: ({ event }) => event.type === "FAIL" && event.code !== undefined,
   },
   delays: {
@@ -276,6 +430,7 @@ export const connectionMachine: ConnectionMachine = setup({
   id: "connection",
   context: ({ input }) => ({
     timeouts: { ...DEFAULT_TIMEOUTS, ...input.timeouts },
+    ...(input.key !== undefined ? { key: input.key } : {}),
     ...(input.host ? { host: input.host } : {}),
     missed: 0,
     reason: "",
@@ -352,6 +507,27 @@ export const connectionMachine: ConnectionMachine = setup({
         },
       },
       on: {
+        // Lines no handshake state took: err and bye end it, a second
+        // hello is a bad frame, session lines before auth are refused;
+        // ping, pong, extensions and unknown types are ignored.
+        FRAME: [
+          { guard: "isErr", actions: "raisePeerErr" },
+          {
+            guard: "isBye",
+            actions: { type: "raisePeerBye", params: { withReason: false } },
+          },
+          {
+            guard: "isHello",
+            actions: refuse("bad_frame", () => "a second hello"),
+          },
+          {
+            guard: "forbiddenBeforeAuth",
+            actions: refuse(
+              "auth",
+              (f) => `${f.message.t} before auth completed`,
+            ),
+          },
+        ],
         // Before auth there is no session to close gracefully.
         BYE: {
           target: "closed",
@@ -375,16 +551,99 @@ export const connectionMachine: ConnectionMachine = setup({
       states: {
         hello: {
           entry: "sendHello",
-          on: { HELLO_OK: { target: "auth", actions: "sendAuth" } },
+          on: {
+            HELLO_OK: { target: "auth", actions: "sendAuth" },
+            // Their hello, checked in this order (SPEC 7, NOTES item 5).
+            FRAME: [
+              {
+                guard: "helloVersionBad",
+                actions: refuse(
+                  "version",
+                  () => `this peer speaks awp v${PROTOCOL_VERSION}`,
+                ),
+              },
+              {
+                guard: "helloKeyBad",
+                actions: refuse(
+                  "auth",
+                  () => "hello key is not an ed25519 key",
+                ),
+              },
+              {
+                guard: "helloInvalid",
+                actions: refuse(
+                  "bad_frame",
+                  (f) => `invalid hello: ${f.invalid}`,
+                ),
+              },
+              {
+                guard: "helloOwnKey",
+                actions: refuse("auth", () => "hello carries our own key"),
+              },
+              {
+                guard: "isHello",
+                target: "auth",
+                actions: ["acceptHello", "sendAuth"],
+              },
+            ],
+          },
         },
         auth: {
+          initial: "waiting",
           on: {
             AUTH_OK: { target: "#connection.resume", actions: "sendResume" },
+          },
+          states: {
+            waiting: {
+              on: { FRAME: { guard: "isAuth", target: "verifying" } },
+            },
+            // No line is read meanwhile (their resume may follow at once).
+            verifying: {
+              entry: "pauseReading",
+              exit: "resumeReading",
+              invoke: {
+                id: "verifyAuth",
+                src: "verifyAuth",
+                input: ({ context, event }) => ({
+                  ...(context.host ? { host: context.host } : {}),
+                  frame: frameOf(event),
+                }),
+                onDone: [
+                  {
+                    guard: "admitted",
+                    target: "#connection.resume",
+                    actions: "sendResume",
+                  },
+                  {
+                    actions: {
+                      type: "failFrame",
+                      params: ({ event }) => {
+                        const { ok: _, ...refusal } = event.output as
+                          & { ok: false }
+                          & SendErrParams;
+                        return refusal;
+                      },
+                    },
+                  },
+                ],
+                onError: {
+                  actions: {
+                    type: "failFrame",
+                    params: ({ event }) => ({
+                      code: "internal",
+                      detail: `storage failed: ${errorText(event.error)}`,
+                    }),
+                  },
+                },
+              },
+            },
           },
         },
       },
     },
     resume: {
+      entry: "takeSessionRoutes",
+      exit: "dropSessionRoutes",
       after: {
         resumeTimeout: {
           target: "closed",
@@ -396,14 +655,25 @@ export const connectionMachine: ConnectionMachine = setup({
       },
       on: {
         RESUME: { target: "open", actions: "replay" },
+        FRAME: [
+          ...SCHEMA,
+          {
+            guard: "isResume",
+            target: "open",
+            actions: ["noteSeen", "replay"],
+          },
+          ...TRAFFIC,
+        ],
         BYE: "closing",
         PEER_BYE: { target: "closed", actions: ["replyBye", "notePeerBye"] },
       },
     },
     open: {
       type: "parallel",
-      entry: "opened",
+      entry: ["opened", "takeSessionRoutes"],
+      exit: "dropSessionRoutes",
       on: {
+        FRAME: [...SCHEMA, ...TRAFFIC],
         BYE: "closing",
         PEER_BYE: { target: "closed", actions: ["replyBye", "notePeerBye"] },
       },
@@ -466,6 +736,18 @@ export const connectionMachine: ConnectionMachine = setup({
           target: "closed",
           actions: { type: "setReason", params: { reason: "bye" } },
         },
+        // After our bye we send nothing, so we take no content either:
+        // unacked, it is replayed on the next connection.
+        FRAME: [
+          {
+            guard: "isBye",
+            actions: [
+              "noteBye",
+              { type: "raisePeerBye", params: { withReason: false } },
+            ],
+          },
+          { guard: "isErr", actions: "raisePeerErr" },
+        ],
         // After bye we send nothing else: no err either.
         FAIL: {
           target: "closed",
@@ -499,7 +781,8 @@ export function stateName(value: unknown): string {
   if (typeof value === "string") return value;
   if (value !== null && typeof value === "object") {
     if ("handshake" in value) {
-      return String((value as { handshake: unknown }).handshake);
+      const step = (value as { handshake: unknown }).handshake;
+      return typeof step === "string" ? step : "auth";
     }
     if ("open" in value) return "open";
     const [first] = Object.keys(value);

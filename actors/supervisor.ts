@@ -32,24 +32,38 @@
  * @module
  */
 
-import type { ConnectionLimits } from "../net/connection_gate.ts";
 import {
   type Actor,
-  type AnyActorRef,
-  assign,
   createActor,
   type InspectionEvent,
-  type Observer,
-  setup,
 } from "npm:xstate@^5.33.3";
 import {
   Connection,
   type ReceivedLine,
   type RemoteHello,
 } from "./connection.ts";
-import type { ConnectionTimeouts } from "./connection_machine.ts";
+import {
+  type Delivery,
+  type DeliveryHandler,
+  DeliveryRouter,
+  type Routes,
+} from "./delivery_router.ts";
 import { Dialer } from "./dialer.ts";
-import type { DialerTiming } from "./dialer_machine.ts";
+import { QuietHolds } from "./quiet_holds.ts";
+import { rememberPeer } from "./remember_peer.ts";
+import { wantedInStore } from "./wanted_in_store.ts";
+import {
+  type ActorInspection,
+  type SupervisorCounts,
+  type SupervisorEvent,
+  supervisorMachine,
+  type SupervisorMachineEvent,
+} from "./supervisor_machine.ts";
+import type {
+  ConnectionHooks,
+  ConnectionWiring,
+  PeerConfig,
+} from "./peer_config.ts";
 import {
   dial,
   listen,
@@ -57,145 +71,26 @@ import {
   type Transport,
   TransportError,
 } from "../net/transport.ts";
-import type {
-  OutboxDraft,
-  OutboxEntry,
-  PeerRecord,
-  ReceiveExtras,
-  Store,
-} from "../storage/store.ts";
-import { canonicalJson } from "../wire/canonical_json.ts";
-import type { Signer } from "../wire/keys.ts";
-import type { Grant, Message } from "../wire/types.ts";
+import type { OutboxDraft, OutboxEntry } from "../storage/store.ts";
+import { errorText } from "../wire/error_text.ts";
+import type { Grant } from "../wire/types.ts";
 
-/** One delivered line and where it came from. */
-export interface Delivery {
-  /** The remote peer's key. */
-  peer: string;
-  /** The parsed, schema-valid line. */
-  message: Message;
-  /** The line exactly as received. */
-  raw: string;
-  /** The connection it came on (to answer on). */
-  connection: Connection;
-  /**
-   * The traffic-log position the line was committed under (committed
-   * content lines, when the store reports one; absent for control lines).
-   */
-  seq?: number;
-}
-
-/** Handles delivered lines; may be async (awaited in order per connection). */
-export type DeliveryHandler = (delivery: Delivery) => void | Promise<void>;
+export type { Delivery, DeliveryHandler, Routes };
+export {
+  type ActorInspection,
+  type SupervisorCounts,
+  type SupervisorEvent,
+  supervisorMachine,
+  type SupervisorMachineEvent,
+};
 
 /**
- * Where delivered lines go. `thread` and `blob` are registries: asked once
- * per (peer, th) or (peer, ref) for the handler that owns it, which is then
- * cached until {@link Supervisor.forgetThread} (blob handlers are dropped
- * after the chunk with `last: true`).
+ * Options of {@link Supervisor}: the shared {@link PeerConfig}, the
+ * connections' wiring and hooks (handed to each connection as given), and
+ * the routing the supervisor owns.
  */
-export interface Routes {
-  /** msg and state, by `th`. */
-  thread?(peer: string, th: string): DeliveryHandler | undefined;
-  /** chunk, by `ref`. */
-  blob?(peer: string, ref: string): DeliveryHandler | undefined;
-  /** grant lines. */
-  grant?: DeliveryHandler;
-  /** introduce lines. */
-  introduce?: DeliveryHandler;
-  /** presence lines (extension). */
-  presence?: DeliveryHandler;
-  /** mirror lines (extension). */
-  mirror?: DeliveryHandler;
-  /** private lines (extension). */
-  private?: DeliveryHandler;
-  /** err lines from the peer. */
-  err?: DeliveryHandler;
-  /** Anything without a route above. */
-  other?: DeliveryHandler;
-}
-
-/** What the supervisor reports. */
-export type SupervisorEvent =
-  | { type: "listening"; addr: string }
-  | {
-    type: "connected";
-    peer: string;
-    name?: string;
-    /** The remote's hello.about. */
-    about?: string;
-    /** The remote's hello.caps. */
-    caps: string[];
-    dialed: boolean;
-    remoteAddr: string;
-  }
-  | { type: "disconnected"; peer: string; reason: string }
-  | { type: "replaced"; peer: string }
-  | { type: "duplicate"; peer: string; kept: "dialed" | "accepted" }
-  | { type: "closed"; peer?: string; remoteAddr: string; reason: string }
-  | {
-    type: "dial_failed";
-    peer: string;
-    address: string;
-    attempt: number;
-    error: string;
-  }
-  | { type: "dialer"; peer: string; state: string; attempt: number }
-  | { type: "handler_error"; peer: string; t: string; error: string }
-  | { type: "connection_failed"; peer?: string; error: string };
-
-/**
- * Where actors are shown when inspection is on: `InspectionHub` from
- * inspector/inspection_hub.ts fits (structural, so actors/ need not import
- * the inspector).
- */
-export interface ActorInspection {
-  /** Passed as `createActor(logic, { inspect })`. */
-  readonly observer: Observer<InspectionEvent>;
-  /** Names an actor and its logical parent in the tree. */
-  register(
-    actor: AnyActorRef,
-    options?: { kind?: string; label?: string; parentId?: string },
-  ): void;
-}
-
-/** Options of {@link Supervisor}. */
-export interface SupervisorOptions {
-  /** Our identity: signs each connection's auth. */
-  signer: Signer;
-  /** Seen ids, outbox, traffic log and peer records. */
-  store: Store;
-  /** Our name in hello. */
-  name?: string;
-  /** Our about line in hello. */
-  about?: string;
-  /** Our caps in hello. */
-  caps?: string[];
-  /** Our reachable address for hello.addr; defaults to the first listener's. */
-  addr?: string;
-  /** Grants to present in auth: a list, or chosen per remote. */
-  grants?: Grant[] | ((remote: RemoteHello) => Grant[] | Promise<Grant[]>);
-  /** Extension: keys of hosts we mirror to (hello.shares), read per connection. */
-  shares?: () => string[];
-  /** Connection timeouts in ms. */
-  timeouts?: Partial<ConnectionTimeouts>;
-  /** Per connection, bound on bytes not yet written to the socket. */
-  maxUnsentBytes?: number;
-  /** Reconnect backoff timing (and its random source, for tests). */
-  dialer?: { timing?: Partial<DialerTiming>; random?: () => number };
-  /** Allow plaintext TCP with public addresses (see net/transport.ts). */
-  allowPublic?: boolean;
-  /** WebSocket binding: extra CA certificates (PEM) trusted when dialing wss. */
-  caCerts?: string[];
-  /** WebSocket binding: certificate chain and key (PEM) for wss listeners. */
-  tls?: { cert: string; key: string };
-  /** Bounds on accepted connections, per listener (connection_gate.ts). */
-  limits?: ConnectionLimits;
-  /** Return (or resolve with) a refusal detail to refuse a peer after its auth. */
-  admit?(
-    remote: RemoteHello,
-    context: { dialed: boolean },
-  ): string | undefined | Promise<string | undefined>;
+export interface SupervisorOptions
+  extends PeerConfig, ConnectionWiring, ConnectionHooks {
   /** Where delivered lines go. */
   routes?: Routes;
   /**
@@ -205,159 +100,20 @@ export interface SupervisorOptions {
   wanted?(peer: string): boolean;
   /** Connections authenticated this close together are a simultaneous open (5 s). */
   simultaneousWindowMs?: number;
-  /** Outbox retention, for "open thread" (7 days). */
-  retentionMs?: number;
   /** Everything the supervisor reports. */
   onEvent?(event: SupervisorEvent): void;
-  /** Every line in and out (parsed, when it parsed), for a log or an inspector. */
-  onLine?(
-    peer: string | undefined,
-    dir: "in" | "out",
-    raw: string,
-    message?: Record<string, unknown>,
-  ): void;
-  /** Awaited before received content lines commit (see ConnectionOptions). */
-  beforeCommit?(
-    peer: string,
-    conn: Connection,
-    lines: ReceivedLine[],
-  ): Promise<ReceiveExtras | void>;
-  /** A valid chunk line as it arrives (see ConnectionOptions.onChunk). */
-  onChunk?(
-    peer: string,
-    conn: Connection,
-    line: ReceivedLine,
-  ): Promise<void> | void;
   /**
    * The fresh content lines just committed (each with its log `seq`),
    * called synchronously before any of them is routed.
    */
   afterCommit?(peer: string, lines: ReceivedLine[]): void;
-  /** An ack of ours arrived (after the store dropped the entry). */
-  onAck?(peer: string, ack: { re: string; th?: string }): void;
-  /** The peer said bye. */
-  onBye?(peer: string, reason?: string): void;
-  /** An outboxed entry was written on a connection to `peer`. */
-  onSent?(peer: string, entry: OutboxEntry): void;
   /** Inspection: off unless given (no observer is passed at all then). */
   inspect?: ActorInspection;
 }
 
-/** Counts the supervisor's chart keeps. */
-export interface SupervisorCounts {
-  /** Connections alive (any state). */
-  connections: number;
-  /** Peers with an active (authenticated) connection. */
-  active: number;
-  /** Listeners open. */
-  listeners: number;
-  /** Child failures survived (actor errors, throwing handlers). */
-  failures: number;
-}
-
-/** Events of {@link supervisorMachine}. */
-export type SupervisorMachineEvent =
-  | { type: "CONNECTION_STARTED" }
-  | { type: "CONNECTION_ENDED" }
-  | { type: "ACTIVATED" }
-  | { type: "DEACTIVATED" }
-  | { type: "LISTENING" }
-  | { type: "LISTENER_CLOSED" }
-  | { type: "FAILURE" }
-  | { type: "STOP" }
-  | { type: "STOPPED" };
-
-/**
- * The supervisor's own chart: lifecycle and counts only (see the module
- * comment for why connections are not its children).
- *
- * @example
- * ```ts
- * import { createActor } from "npm:xstate@^5.33.3";
- * import { supervisorMachine } from "./supervisor.ts";
- * const a = createActor(supervisorMachine).start();
- * a.send({ type: "CONNECTION_STARTED" });
- * console.assert(a.getSnapshot().context.connections === 1);
- * a.stop();
- * ```
- */
-export const supervisorMachine = setup({
-  types: {
-    context: {} as SupervisorCounts,
-    events: {} as
-      | SupervisorMachineEvent
-      | { type: `xstate.error.actor.${string}`; error: unknown },
-  },
-  actions: {
-    countFailure: assign({ failures: ({ context }) => context.failures + 1 }),
-  },
-}).createMachine({
-  id: "supervisor",
-  context: { connections: 0, active: 0, listeners: 0, failures: 0 },
-  initial: "running",
-  on: {
-    CONNECTION_STARTED: {
-      actions: assign({
-        connections: ({ context }) => context.connections + 1,
-      }),
-    },
-    CONNECTION_ENDED: {
-      actions: assign({
-        connections: ({ context }) => context.connections - 1,
-      }),
-    },
-    ACTIVATED: {
-      actions: assign({ active: ({ context }) => context.active + 1 }),
-    },
-    DEACTIVATED: {
-      actions: assign({ active: ({ context }) => context.active - 1 }),
-    },
-    LISTENING: {
-      actions: assign({ listeners: ({ context }) => context.listeners + 1 }),
-    },
-    LISTENER_CLOSED: {
-      actions: assign({ listeners: ({ context }) => context.listeners - 1 }),
-    },
-    FAILURE: { actions: "countFailure" },
-    // A failing child never takes the supervisor down.
-    "xstate.error.actor.*": { actions: "countFailure" },
-  },
-  states: {
-    running: { on: { STOP: "stopping" } },
-    stopping: { on: { STOPPED: "stopped" } },
-    stopped: { type: "final" },
-  },
-});
-
 interface Active {
   conn: Connection;
   since: number;
-}
-
-const DONE_STATES: ReadonlySet<string> = new Set(["done", "failed", "closed"]);
-
-/** How stale a stored `lastSeen` may be before a handshake rewrites it. */
-const LAST_SEEN_PRECISION_MS = 60_000;
-
-/** Equal but for `lastSeen`. */
-function samePeerRecord(a: PeerRecord, b: PeerRecord): boolean {
-  const { lastSeen: _a, ...restA } = a;
-  const { lastSeen: _b, ...restB } = b;
-  try {
-    return canonicalJson(restA) === canonicalJson(restB);
-  } catch {
-    return false; // not plain JSON: write it
-  }
-}
-
-/** The store meta that holds `peer` from redialing (see Supervisor.bye). */
-function quietMeta(peer: string): string {
-  return `quiet:${peer}`;
-}
-
-function errorText(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
-  return text.split("\n")[0];
 }
 
 /**
@@ -393,16 +149,9 @@ export class Supervisor {
   #kept = new Set<string>();
   #listeners = new Set<Listener>();
   #wanted = new Map<string, boolean>();
-  /**
-   * Peers that said bye, or we said bye to: not redialed until something
-   * new goes to them. Persisted as store meta `quiet:<key>` so a restart
-   * keeps the hold ({@link loadQuiet}).
-   */
-  #quiet = new Set<string>();
-  /** The quiet meta writes, in call order (each writes the current state). */
-  #quietWrites: Promise<void> = Promise.resolve();
-  #threadHandlers = new Map<string, DeliveryHandler>();
-  #blobHandlers = new Map<string, DeliveryHandler>();
+  /** Peers that said bye, or we said bye to: not redialed (persisted). */
+  #quiet: QuietHolds;
+  #router: DeliveryRouter;
   #stopping = false;
   #started = false;
   /** Where actors are shown; set at construction or by {@link attach}. */
@@ -414,6 +163,11 @@ export class Supervisor {
   constructor(options: SupervisorOptions) {
     this.#o = options;
     this.key = options.signer.key;
+    this.#quiet = new QuietHolds(options.store);
+    this.#router = new DeliveryRouter(
+      options.routes ?? {},
+      (peer, t, error) => this.#handlerError(peer, t, error),
+    );
     const inspect = options.inspect;
     this.#inspect = inspect;
     this.actor = createActor(
@@ -673,7 +427,7 @@ export class Supervisor {
         }
       }
     }
-    void this.#unquiet(peer);
+    void this.#quiet.lift(peer);
     this.#wanted.set(peer, true);
     if (this.#active.has(peer)) dialer.connected();
     else dialer.wake();
@@ -687,7 +441,7 @@ export class Supervisor {
    */
   async send(peer: string, drafts: OutboxDraft[]): Promise<OutboxEntry[]> {
     const entries = await this.#o.store.enqueue(peer, drafts);
-    const lifted = this.#unquiet(peer);
+    const lifted = this.#quiet.lift(peer);
     this.#wanted.set(peer, true);
     const active = this.#active.get(peer);
     if (active) active.conn.sendEntries(entries);
@@ -706,7 +460,7 @@ export class Supervisor {
    */
   async bye(peer: string, reason?: string): Promise<void> {
     this.#kept.delete(peer);
-    const held = this.#hold(peer);
+    const held = this.#quiet.hold(peer);
     const conn = this.#active.get(peer)?.conn;
     if (conn) await conn.bye(reason);
     await held;
@@ -722,7 +476,7 @@ export class Supervisor {
    * queued without {@link send}), and its dialer is woken.
    */
   resumeDialing(peer: string): Promise<void> {
-    const lifted = this.#unquiet(peer);
+    const lifted = this.#quiet.lift(peer);
     this.#dialers.get(peer)?.wake();
     return lifted;
   }
@@ -731,60 +485,20 @@ export class Supervisor {
    * Restores the holds of {@link bye} (and of peers that said bye to us)
    * from the store, for every known peer: call before dialing at startup.
    */
-  async loadQuiet(): Promise<void> {
-    for (const record of await this.#o.store.peers()) {
-      const held = await this.#o.store.getMeta<boolean>(
-        quietMeta(record.key),
-      );
-      if (held) this.#quiet.add(record.key);
-    }
-  }
-
-  /** Starts holding `peer` (no redial); resolves once persisted. */
-  #hold(peer: string): Promise<void> {
-    if (this.#quiet.has(peer)) return this.#quietWrites;
-    this.#quiet.add(peer);
-    return this.#persistQuiet(peer);
-  }
-
-  /** Lifts `peer`'s hold, if any; resolves once persisted. */
-  #unquiet(peer: string): Promise<void> {
-    if (!this.#quiet.delete(peer)) return Promise.resolve();
-    return this.#persistQuiet(peer);
-  }
-
-  #persistQuiet(peer: string): Promise<void> {
-    const write = () =>
-      this.#o.store.setMeta(
-        quietMeta(peer),
-        this.#quiet.has(peer) ? true : undefined,
-      );
-    // Bookkeeping only: a failed write (store closing) keeps the memory hold.
-    this.#quietWrites = this.#quietWrites.then(write).catch(() => {});
-    return this.#quietWrites;
+  loadQuiet(): Promise<void> {
+    return this.#quiet.load();
   }
 
   /** Forgets a cached thread handler (e.g. when the thread ends). */
   forgetThread(peer: string, th: string): void {
-    this.#threadHandlers.delete(`${peer} ${th}`);
+    this.#router.forgetThread(peer, th);
   }
 
   /** Re-reads from the store whether `peer` is wanted (for the dialer). */
   async refreshWanted(peer: string): Promise<boolean> {
-    let wanted = false;
+    let wanted: boolean;
     try {
-      if ((await this.#o.store.outbox(peer)).length > 0) wanted = true;
-      else {
-        const horizon = Date.now() - (this.#o.retentionMs ?? 7 * 86_400_000);
-        for (const t of await this.#o.store.threads(peer)) {
-          const ended = DONE_STATES.has(t.mine?.state ?? "") ||
-            DONE_STATES.has(t.theirs?.state ?? "");
-          if (!ended && Date.parse(t.updated) >= horizon) {
-            wanted = true;
-            break;
-          }
-        }
-      }
+      wanted = await wantedInStore(this.#o.store, peer, this.#o.retentionMs);
     } catch {
       wanted = this.#wanted.get(peer) ?? false; // keep the last answer
     }
@@ -813,7 +527,7 @@ export class Supervisor {
         c.state === "open" ? c.bye(reason) : (c.close(reason), c.closed)
       ),
     );
-    await this.#quietWrites;
+    await this.#quiet.settled();
     this.#send({ type: "STOPPED" });
     this.actor.stop();
   }
@@ -919,53 +633,24 @@ export class Supervisor {
       transport.close();
       throw new Error("supervisor is stopping");
     }
+    // The shared options and hooks go down as they are (onBye too: a
+    // remote's bye holds nothing, so a peer that shuts down gracefully is
+    // redialed while we still have unacked lines or open threads for it,
+    // SPEC 4.3); the handlers below are the supervisor's own.
     const conn = new Connection({
+      ...this.#o,
       transport,
-      signer: this.#o.signer,
-      store: this.#o.store,
       dialed,
-      name: this.#o.name,
-      about: this.#o.about,
-      caps: this.#o.caps,
-      addr: this.#o.addr,
       grants: present?.length ? this.#grantsWith(present) : this.#o.grants,
-      ...(this.#o.shares ? { shares: this.#o.shares } : {}),
-      timeouts: this.#o.timeouts,
-      maxUnsentBytes: this.#o.maxUnsentBytes,
-      admit: this.#o.admit,
       onAuthenticated: (c) => this.#activate(c),
-      beforeCommit: this.#o.beforeCommit
-        ? (c, lines) => this.#o.beforeCommit!(c.remote!.key, c, lines)
-        : undefined,
-      onChunk: this.#o.onChunk
-        ? (c, line) => this.#o.onChunk!(c.remote!.key, c, line)
-        : undefined,
-      onAck: this.#o.onAck
-        ? (c, ack) => this.#o.onAck!(c.remote!.key, ack)
-        : undefined,
-      // A remote's bye holds nothing: a peer that shuts down gracefully
-      // (a daemon stopping, a sandbox going to sleep) is redialed while we
-      // still have unacked lines or open threads for it (SPEC 4.3).
-      onBye: this.#o.onBye
-        ? (c, reason) => {
-          if (c.remote) this.#o.onBye!(c.remote.key, reason);
-        }
-        : undefined,
-      onSent: this.#o.onSent
-        ? (c, entry) => this.#o.onSent!(c.remote!.key, entry)
-        : undefined,
-      ...(this.#inspect ? { inspect: this.#observe(this.#inspect) } : {}),
+      inspect: this.#inspect ? this.#observe(this.#inspect) : undefined,
       onDeliver: (c, lines) => {
         if (c.remote) this.#o.afterCommit?.(c.remote.key, lines);
         for (const line of lines) {
-          this.#route(c, line.message, line.raw, line.seq);
+          this.#router.route(c, line.message, line.raw, line.seq);
         }
       },
-      onControl: (c, line) => this.#route(c, line.message, line.raw),
-      onLine: this.#o.onLine
-        ? (c, dir, raw, message) =>
-          this.#o.onLine!(c.remote?.key, dir, raw, message)
-        : undefined,
+      onControl: (c, line) => this.#router.route(c, line.message, line.raw),
       onClosed: (c, reason) => this.#closed(c, reason, transport.remoteAddr),
     });
     this.#connections.add(conn);
@@ -1061,53 +746,11 @@ export class Supervisor {
     dialer?.connected();
     // The address we dialed stays first: Peer.connect's own record of it
     // may be overwritten by this one, which read the record before.
-    void this.#rememberPeer(
-      remote,
-      conn.dialed,
-      conn.dialed ? remoteAddr : undefined,
-    );
-  }
-
-  async #rememberPeer(
-    remote: RemoteHello,
-    dialed: boolean,
-    dialedAddr?: string,
-  ): Promise<void> {
-    const dialerAddrs = this.#dialers.get(remote.key)?.addresses ?? [];
-    const merged = (known: PeerRecord | undefined, now: number): PeerRecord => {
-      const addresses = [...(known?.addresses ?? [])];
-      for (const a of [dialedAddr, ...dialerAddrs, remote.addr].reverse()) {
-        if (!a) continue;
-        const i = addresses.indexOf(a);
-        if (i >= 0) addresses.splice(i, 1);
-        addresses.unshift(a);
-      }
-      return {
-        ...known,
-        key: remote.key,
-        name: remote.name ?? known?.name,
-        about: remote.about ?? known?.about,
-        caps: remote.caps,
-        addresses,
-        dialed: (known?.dialed ?? false) || dialed,
-        firstSeen: known?.firstSeen ?? now,
-        lastSeen: now,
-      };
-    };
-    try {
-      const store = this.#o.store;
-      const known = await store.peer(remote.key);
-      const now = Date.now();
-      // A peer that reconnects often (a restarting agent, a bench) would
-      // cost a commit per handshake: skip it when only lastSeen moved, by
-      // less than LAST_SEEN_PRECISION_MS.
-      if (
-        known && now - (known.lastSeen ?? 0) < LAST_SEEN_PRECISION_MS &&
-        samePeerRecord(known, merged(known, now))
-      ) return;
-      // Read and written in one step (Peer.connect records the same peer).
-      await store.updatePeer(remote.key, (k) => merged(k, Date.now()));
-    } catch { /* bookkeeping only */ }
+    void rememberPeer(this.#o.store, remote, {
+      dialed: conn.dialed,
+      dialedAddr: conn.dialed ? remoteAddr : undefined,
+      dialerAddrs: this.#dialers.get(peer)?.addresses ?? [],
+    });
   }
 
   #closed(conn: Connection, reason: string, remoteAddr: string): void {
@@ -1127,87 +770,6 @@ export class Supervisor {
     };
     if (this.#o.wanted || this.#kept.has(peer)) tell();
     else this.refreshWanted(peer).then(tell, tell);
-  }
-
-  /** Routes one line to the handler that owns it; failures are contained. */
-  #route(
-    conn: Connection,
-    message: Message,
-    raw: string,
-    seq?: number,
-  ): void {
-    const peer = conn.remote?.key;
-    if (!peer) return;
-    const routes = this.#o.routes ?? {};
-    let handler: DeliveryHandler | undefined;
-    try {
-      handler = this.#handlerFor(routes, peer, message);
-    } catch (error) {
-      this.#handlerError(peer, message.t, error);
-      return;
-    }
-    if (!handler) return;
-    const delivery: Delivery = {
-      peer,
-      message,
-      raw,
-      connection: conn,
-      ...(seq !== undefined ? { seq } : {}),
-    };
-    const chain = this.#chains.get(conn) ?? Promise.resolve();
-    // In order per connection, even when handlers are async.
-    const next = chain.then(() => handler(delivery)).catch((error) =>
-      this.#handlerError(peer, message.t, error)
-    );
-    this.#chains.set(conn, next);
-    void next.finally(() => {
-      if (this.#chains.get(conn) === next) this.#chains.delete(conn);
-    });
-  }
-
-  #chains = new Map<Connection, Promise<void>>();
-
-  #handlerFor(
-    routes: Routes,
-    peer: string,
-    message: Message,
-  ): DeliveryHandler | undefined {
-    const m = message as Message & {
-      th?: string;
-      ref?: string;
-      last?: boolean;
-    };
-    switch (message.t) {
-      case "msg":
-      case "state": {
-        const key = `${peer} ${m.th}`;
-        let h = this.#threadHandlers.get(key);
-        if (!h && routes.thread) {
-          h = routes.thread(peer, m.th!);
-          if (h) this.#threadHandlers.set(key, h);
-        }
-        return h ?? routes.other;
-      }
-      case "chunk": {
-        const key = `${peer} ${m.ref}`;
-        let h = this.#blobHandlers.get(key);
-        if (!h && routes.blob) {
-          h = routes.blob(peer, m.ref!);
-          if (h) this.#blobHandlers.set(key, h);
-        }
-        if (m.last === true) this.#blobHandlers.delete(key);
-        return h ?? routes.other;
-      }
-      case "grant":
-      case "introduce":
-      case "presence":
-      case "mirror":
-      case "private":
-      case "err":
-        return routes[message.t] ?? routes.other;
-      default:
-        return routes.other;
-    }
   }
 
   /** The configured grants plus `present`, per remote, without repeats. */

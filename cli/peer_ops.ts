@@ -219,7 +219,7 @@ export class PeerOps {
         connected: p.connected,
         ...(p.waking ? { waking: true } : {}),
         addresses: p.addresses,
-        queued: (await this.#peer.store.outbox(p.key)).length,
+        queued: await this.#peer.store.outboxCount(p.key),
         openThreads: mine.filter((t) =>
           !ENDING_STATES.has(t.mine?.state ?? "") &&
           !ENDING_STATES.has(t.theirs?.state ?? "")

@@ -263,7 +263,7 @@ export class PeerExtensions {
         ...(t.unread ? { unread: t.unread } : {}),
       }));
     let outbox = 0;
-    for (const p of records) outbox += (await store.outbox(p.key)).length;
+    for (const p of records) outbox += await store.outboxCount(p.key);
     const unread = threads.reduce((n, t) => n + (t.unread ?? 0), 0);
     const info = this.#o.presenceInfo ?? {};
     return {

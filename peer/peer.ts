@@ -15,7 +15,6 @@
  * @module
  */
 
-import type { ConnectionLimits } from "../net/connection_gate.ts";
 import {
   type Delivery,
   Supervisor,
@@ -34,8 +33,7 @@ import {
   type UnfinishedBlobLimits,
 } from "./peer_blobs.ts";
 import { InspectionHub } from "../inspector/inspection_hub.ts";
-import type { ConnectionTimeouts } from "../actors/connection_machine.ts";
-import type { DialerTiming } from "../actors/dialer_machine.ts";
+import type { PeerConfig } from "../actors/peer_config.ts";
 import {
   EventQueue,
   type EventsOptions,
@@ -46,7 +44,7 @@ import {
 } from "./peer_events.ts";
 import { PeerTrust } from "./peer_trust.ts";
 import type { AdmissionMode } from "./policy.ts";
-import { RequestServer } from "../profile/request_server.ts";
+import { hasRequests, RequestServer } from "../profile/request_server.ts";
 import {
   PeerExtensions,
   type PresenceInfo,
@@ -82,7 +80,11 @@ import { isKey, KEY_PREFIX, Signer } from "../wire/keys.ts";
 import { grantHash, mintGrant, verifyGrant } from "../wire/grant.ts";
 import { blobPart, textPart } from "../wire/messages.ts";
 import { timestamp } from "../wire/time.ts";
-import { MAX_LINE_BYTES } from "../wire/frame.ts";
+import {
+  ENVELOPE_HEADROOM_BYTES,
+  fitsLine,
+  MAX_LINE_BYTES,
+} from "../wire/frame.ts";
 import { validateMessage } from "../wire/validate.ts";
 import type { SamvadAgent, SamvadOptions } from "../samvad/samvad_agent.ts";
 import { CONTENT_TYPES, MESSAGE_TYPES } from "../wire/types.ts";
@@ -98,8 +100,12 @@ import type {
   State,
 } from "../wire/types.ts";
 
-/** Options of {@link Peer.open}. */
-export interface PeerOptions {
+/**
+ * Options of {@link Peer.open}: the {@link PeerConfig} every layer shares
+ * (hello fields, timeouts, bounds, `admit`, which is asked after the
+ * admission policy `accept` admitted a peer), and the peer's own.
+ */
+export interface PeerOptions extends PeerConfig {
   /** The awp home: store at `${home}/awp.kv`, `spool/` and `blobs/` beside it. */
   home?: string;
   /** Ephemeral: in-memory store, spool and blobs in a temp dir removed on close. */
@@ -119,45 +125,10 @@ export interface PeerOptions {
    * how long one may sit without a chunk (README "Limits").
    */
   unfinishedBlobs?: UnfinishedBlobLimits;
-  /** Our name in hello. */
-  name?: string;
-  /** Our about line in hello. */
-  about?: string;
-  /** Our caps in hello (default chat, blob, grant, introduce). */
-  caps?: string[];
   /** Largest blob we send or accept, in bytes (default 50 MiB). */
   maxBlobBytes?: number;
   /** Chunk payload size in bytes (default 256 KiB). */
   chunkSize?: number;
-  /** Connection timeouts in ms (handshake, resume, bye, pingInterval). */
-  timeouts?: Partial<ConnectionTimeouts>;
-  /** Reconnect backoff. */
-  dialer?: { timing?: Partial<DialerTiming>; random?: () => number };
-  /** Allow plain TCP with public addresses. */
-  allowPublic?: boolean;
-  /** WebSocket binding: extra CA certificates (PEM) trusted when dialing wss. */
-  caCerts?: string[];
-  /** WebSocket binding: certificate chain and key (PEM) for wss listeners. */
-  tls?: { cert: string; key: string };
-  /**
-   * Our reachable address sent as hello.addr, e.g. the public
-   * `wss://host/awp` of a reverse proxy in front of a `ws://127.0.0.1`
-   * listener. Default: the first listener's address.
-   */
-  addr?: string;
-  /**
-   * Bounds on accepted connections, per listener: open at once, and still
-   * in hello/auth in total and per source address (README "Limits").
-   */
-  limits?: ConnectionLimits;
-  /**
-   * Return (or resolve with) a refusal detail to refuse a peer after its
-   * auth; asked after the admission policy (`accept`) admitted it.
-   */
-  admit?(
-    remote: RemoteHello,
-    context: { dialed: boolean },
-  ): string | undefined | Promise<string | undefined>;
   /** Keys whose grants we honor as our own (`--trust KEY`). */
   trust?: string[];
   /**
@@ -188,12 +159,6 @@ export interface PeerOptions {
    * the store, not in memory.
    */
   maxServing?: number;
-  /**
-   * Per connection, bytes queued and not yet written to the socket (a
-   * remote that does not read) before the connection is closed; default
-   * 8 MiB. Outbox lines stay for the next connection.
-   */
-  maxUnsentBytes?: number;
   /** Publish a signed presence document (`--presence`, AWP_PRESENCE=1). */
   presence?: boolean;
   /** More fields for the presence document (version, harness, model, host). */
@@ -202,8 +167,6 @@ export interface PeerOptions {
   relayPresence?: boolean;
   /** Presence timing in ms: settle after a change (2 s), heartbeat (60 s). */
   presenceTiming?: { settleMs?: number; heartbeatMs?: number };
-  /** Outbox retention for "open thread" in ms (7 days). */
-  retentionMs?: number;
   /**
    * Emit a `line` event ({@link LineEvent}) for every protocol line in and
    * out after the handshake (chunks without their data). Off by default:
@@ -338,8 +301,6 @@ const EARLY_EVENTS = 10_000;
 const ACKED_MEMORY = 10_000;
 /** A thread's record is rewritten at most this often by sends alone. */
 const TOUCH_EVERY_MS = 1_000;
-/** Measures line sizes. */
-const utf8 = new TextEncoder();
 
 const MIME: Record<string, string> = {
   txt: "text/plain",
@@ -662,6 +623,9 @@ export class Peer {
         this.#beforeCommit(peer, conn, lines),
       // A chunk's bytes go to its file as it arrives; the batch syncs.
       onChunk: (peer, _conn, line) => this.#blobs.arrive(peer, line),
+      // Requests are journaled before their msg commits: not on the fast path.
+      needsBeforeCommit: (_peer, message) =>
+        message.t === "msg" && hasRequests(message as Msg),
       // Each fresh msg/state holds its event's turn: events leave in seq order.
       afterCommit: (_peer, lines) => this.#threads.afterCommit(lines),
       onAck: (peer, ack) => this.#noteAck(peer, ack.re, ack.th),
@@ -968,13 +932,8 @@ export class Peer {
       await release();
       throw new TypeError(`send: invalid msg: ${invalid}`);
     }
-    // id, ts and the envelope add well under 200 bytes.
-    // UTF-8 takes at most 3 bytes per UTF-16 unit: most lines need no encode.
-    const json = JSON.stringify(fields);
-    if (
-      json.length * 3 > MAX_LINE_BYTES - 200 &&
-      utf8.encode(json).length > MAX_LINE_BYTES - 200
-    ) {
+    // The outbox adds id and ts: see ENVELOPE_HEADROOM_BYTES.
+    if (!fitsLine(fields, MAX_LINE_BYTES - ENVELOPE_HEADROOM_BYTES)) {
       await release();
       throw new Error(
         `send: the msg line would exceed ${MAX_LINE_BYTES} bytes; send big content as files`,

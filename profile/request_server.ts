@@ -461,7 +461,17 @@ export class RequestServer {
   }
 }
 
-function hasRequests(msg: RequestMsg): boolean {
+/**
+ * True when `msg` asks for a profile capability (exec, fs:read, fs:write):
+ * such a msg is journaled before it commits.
+ *
+ * @example
+ * ```ts
+ * import { hasRequests } from "./request_server.ts";
+ * console.log(hasRequests({ id: "m1", th: "t", parts: [] })); // false
+ * ```
+ */
+export function hasRequests(msg: RequestMsg): boolean {
   return findRequests(msg, { caps: new Set(), serve: new Set() }).length > 0;
 }
 

@@ -6,15 +6,9 @@
  * @module
  */
 
-import {
-  encodeKey,
-  type Key,
-  type KeyRange,
-  type KvBackend,
-  KvStore,
-  type KvStoreOptions,
-  type Mutation,
-} from "./kv_store.ts";
+import { encodeKey, type Key, type KeyRange, type Mutation } from "./kv/key.ts";
+import type { KvBackend } from "./kv/kv_backend.ts";
+import { KvStore, type KvStoreOptions } from "./kv_store.ts";
 
 interface Entry {
   key: Key;

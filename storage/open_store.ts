@@ -9,6 +9,7 @@ import { KvStore } from "./kv_store.ts";
 import { MemoryStore } from "./memory_store.ts";
 import type { Store } from "./store.ts";
 import { prepareStoreFile, StoreDamagedError } from "./store_file.ts";
+import { errorText } from "../wire/error_text.ts";
 
 export {
   ensureHomeDir,
@@ -100,9 +101,7 @@ export async function openStore(options: OpenStoreOptions): Promise<Store> {
     throw new StoreDamagedError(
       path,
       options.home,
-      `Deno KV cannot open it (${
-        error instanceof Error ? error.message : String(error)
-      })`,
+      `Deno KV cannot open it (${errorText(error)})`,
     );
   }
 }

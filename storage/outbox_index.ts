@@ -1,5 +1,5 @@
 /**
- * The in-memory index of a store's outbox: what {@link KvStore.acked},
+ * The in-memory index of a store's outbox: what the outbox's `acked`,
  * `replay`, `dropBlob` and `expireOutbox` need to know about each entry
  * without reading Deno KV. It is rebuilt from the `["ob", pk, id]` records
  * when the store opens, and kept in step with every enqueue and drop, so an
@@ -14,7 +14,7 @@ export interface OutboxMeta {
   id: string;
   /** The line's type. */
   t: string;
-  /** The thread key (see kv_store's `threadKey`), or null when unthreaded. */
+  /** The thread key (see `threadKey` in kv/key.ts), or null when unthreaded. */
   tk: string | null;
   /** Time the entry was queued, ms since the epoch. */
   q: number;
@@ -78,6 +78,11 @@ export class OutboxIndex {
   /** Every entry of `pk`, in id order. */
   list(pk: string): OutboxMeta[] {
     return [...this.#peers.get(pk)?.entries.values() ?? []];
+  }
+
+  /** How many entries `pk` has. */
+  size(pk: string): number {
+    return this.#peers.get(pk)?.entries.size ?? 0;
   }
 
   /** Every peer key with entries. */

@@ -298,6 +298,9 @@ export interface Store {
   /** Every unacked outbox entry for `peer`, in id order. */
   outbox(peer: string): Promise<OutboxEntry[]>;
 
+  /** How many entries wait in `peer`'s outbox (read nothing: cheap). */
+  outboxCount(peer: string): Promise<number>;
+
   /** True while the line `id` to `peer` is in the outbox (not yet acked). */
   inOutbox(peer: string, id: string): Promise<boolean>;
 
@@ -312,6 +315,19 @@ export interface Store {
     seen: Record<string, string>,
     onCovered?: (entry: OutboxEntry) => void,
   ): Promise<OutboxEntry[]>;
+
+  /**
+   * {@link Store.replay} read from storage a page at a time as the consumer
+   * asks (each page ≤ 1,000 entries), so an outbox of any length replays in
+   * bounded memory. Everything queued before the call is committed before
+   * the listing starts; `onCovered` hears of a dropped entry once its drop
+   * is durable. A consumer that stops early stops the listing.
+   */
+  replayPages(
+    peer: string,
+    seen: Record<string, string>,
+    onCovered?: (entry: OutboxEntry) => void,
+  ): AsyncIterable<OutboxEntry[]>;
 
   /**
    * Handles an ack of `id` in thread `th`: removes that entry, the earlier

@@ -60,3 +60,34 @@ export function encodeLine(message: object): Uint8Array {
   if (size > MAX_LINE_BYTES) throw new LineTooLargeError(size);
   return bytes;
 }
+
+/**
+ * Room a drafted line leaves under {@linkcode MAX_LINE_BYTES} for what is
+ * added after it is measured: the outbox gives it `id` (a 26-character
+ * ULID) and `ts` (24 characters) when it is enqueued, 66 bytes with their
+ * keys and punctuation. The rest is slack for envelope fields added later
+ * (e.g. a `th` or `re` filled in by a layer below), so a draft that passed
+ * never fails when it is written.
+ */
+export const ENVELOPE_HEADROOM_BYTES = 200;
+
+/**
+ * True when `message` encodes as a line of at most `limit` bytes (newline
+ * excluded): it is serialized once, and encoded as UTF-8 only when it
+ * might be over (UTF-8 takes at most 3 bytes per UTF-16 unit).
+ *
+ * @example
+ * ```ts
+ * import { ENVELOPE_HEADROOM_BYTES, fitsLine, MAX_LINE_BYTES } from "./frame.ts";
+ * const draft = { t: "msg", th: "t1", parts: [{ type: "text", text: "hi" }] };
+ * console.log(fitsLine(draft, MAX_LINE_BYTES - ENVELOPE_HEADROOM_BYTES)); // true
+ * ```
+ */
+export function fitsLine(
+  message: object,
+  limit: number = MAX_LINE_BYTES,
+): boolean {
+  const json = JSON.stringify(message);
+  if (typeof json !== "string") return false;
+  return json.length * 3 <= limit || encoder.encode(json).length <= limit;
+}

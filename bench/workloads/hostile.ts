@@ -14,8 +14,9 @@
  * - `absent`: 100,000 msgs queued by a driver to a peer that is down
  *   (killed with SIGKILL), in batches of 1,000 each queued before the next:
  *   time to queue, the sender's RSS over idle once
- *   queued (the outbox is in KV), and from the receiver's restart until
- *   every msg is acked; the sender's peak RSS over idle.
+ *   queued (the outbox is in KV) and its peak until then, and from the
+ *   receiver's restart until every msg is acked (the replay reads the
+ *   outbox in pages); the sender's peak RSS over idle.
  *
  * @example
  * ```ts ignore
@@ -173,6 +174,8 @@ async function absent(ctx: BenchContext, n: number): Promise<Sample> {
     }
     const queued = sent[sent.length - 1].at;
     const queuedRss = (((await s.proc.memory())?.rssBytes ?? 0) - idle) / MiB;
+    // The peak so far: what the replay adds is absent_peak_mib minus this.
+    const queuedPeak = await peakOver(s.proc, idle);
     const ackFrom = s.proc.mark();
     const acked = s.proc.waitCount(isEvent("acked"), n, {
       from: ackFrom,
@@ -184,6 +187,7 @@ async function absent(ctx: BenchContext, n: number): Promise<Sample> {
     return {
       absent_queue_s: (queued - t0) / 1000,
       absent_queued_rss_mib: queuedRss,
+      absent_queued_peak_mib: queuedPeak,
       absent_replay_s: (got[got.length - 1].at - t1) / 1000,
       absent_peak_mib: await peakOver(s.proc, idle),
     };
@@ -206,6 +210,7 @@ export const hostileWorkload: Workload = {
     cutoff_peak_mib: "MiB",
     absent_queue_s: "s",
     absent_queued_rss_mib: "MiB",
+    absent_queued_peak_mib: "MiB",
     absent_replay_s: "s",
     absent_peak_mib: "MiB",
   },

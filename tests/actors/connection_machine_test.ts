@@ -44,6 +44,58 @@ const AFTER_EVENTS = [
   "xstate.after.pingInterval.connection.open.liveness.pinging",
 ].map((type) => ({ type }) as unknown as ConnectionEvent);
 
+/** Our key and another valid one (a key of 32 zero bytes is canonical). */
+const OWN_KEY = `ed25519:${"A".repeat(43)}`;
+const THEIR_KEY = `ed25519:${"B".repeat(42)}A`;
+
+/** A received line as the edge hands it to the chart. */
+function frame(
+  message: Record<string, unknown>,
+  invalid?: string,
+): ConnectionEvent {
+  const raw = JSON.stringify({ id: "01", ts: "x", ...message });
+  return {
+    type: "FRAME",
+    frame: {
+      message: JSON.parse(raw),
+      raw,
+      size: raw.length,
+      ...(invalid !== undefined ? { invalid } : {}),
+    },
+  };
+}
+
+/** One line per route of the chart (see its FRAME transitions). */
+const FRAMES: ConnectionEvent[] = [
+  frame({ t: "hello", v: 0, key: THEIR_KEY }),
+  frame({ t: "hello", v: 1, key: THEIR_KEY }, "v must be 0"),
+  frame({ t: "hello", v: 0, key: "ed25519:nope" }, "key"),
+  frame({ t: "hello", v: 0, key: THEIR_KEY }, "nonce is required"),
+  frame({ t: "hello", v: 0, key: OWN_KEY }),
+  frame({ t: "auth", sig: "x" }),
+  frame({ t: "resume", seen: {} }),
+  frame({ t: "msg", th: "t1" }),
+  frame({ t: "msg", th: "t1" }, "parts is required"),
+  frame({ t: "presence" }, "doc is required"),
+  frame({ t: "ack", re: "01" }),
+  frame({ t: "ping" }),
+  frame({ t: "pong", re: "01" }),
+  frame({ t: "grant" }),
+  frame({ t: "bye", reason: "done" }),
+  frame({ t: "err", code: "auth" }),
+  frame({ t: "err", code: "unsupported" }),
+];
+
+/** The verdicts of the auth verification the chart invokes. */
+const VERDICTS = [
+  { type: "xstate.done.actor.verifyAuth", output: { ok: true } },
+  {
+    type: "xstate.done.actor.verifyAuth",
+    output: { ok: false, code: "auth", detail: "refused", re: "01" },
+  },
+  { type: "xstate.error.actor.verifyAuth", error: new Error("admit threw") },
+] as unknown as ConnectionEvent[];
+
 const EVENTS: ConnectionEvent[] = [
   { type: "HELLO_OK" },
   { type: "AUTH_OK" },
@@ -60,6 +112,8 @@ const EVENTS: ConnectionEvent[] = [
   { type: "END", reason: "eof" },
   { type: "CLOSE", reason: "replaced" },
   ...AFTER_EVENTS,
+  ...FRAMES,
+  ...VERDICTS,
 ];
 
 const SENDS = new Set([
@@ -106,7 +160,7 @@ function startActor(timeouts: ConnectionTimeouts) {
   });
   const clock = new SimulatedClock();
   const actor = createActor(machine, {
-    input: { timeouts },
+    input: { timeouts, key: OWN_KEY },
     clock,
     inspect: (ev: InspectionEvent) => {
       if (ev.type === "@xstate.microstep") {
@@ -216,14 +270,23 @@ for (const pingInterval of [TIMEOUTS.pingInterval, 0]) {
     // accept them, with delayed transitions modelled as their events.
     const options = {
       events: EVENTS,
-      input: { timeouts },
+      input: { timeouts, key: OWN_KEY },
       // A timer only exists while its state is active.
       filterEvents: (
         snap: { matches: (v: never) => boolean },
         e: ConnectionEvent,
-      ) =>
-        !e.type.startsWith("xstate.after.") ||
-        snap.matches(afterStateValue(e.type) as never),
+      ) => {
+        if (e.type.startsWith("xstate.after.")) {
+          return snap.matches(afterStateValue(e.type) as never);
+        }
+        // A verdict only exists while the verification runs.
+        if (e.type.includes(".actor.verifyAuth")) {
+          return snap.matches(
+            { handshake: { auth: "verifying" } } as never,
+          );
+        }
+        return true;
+      },
     };
     const adjacency = getAdjacencyMap(connectionMachine, options);
     const paths = getShortestPaths(connectionMachine, options);

@@ -353,6 +353,60 @@ Deno.test("resume replays unacked outbox entries with original ids, in order (Kv
   }
 });
 
+Deno.test("resume replays 3,000 queued entries in pages, then lines sent live during the replay, each once and in order (KvStore)", async () => {
+  const dir = await Deno.makeTempDir();
+  const storeA = await KvStore.open(`${dir}/a.kv`);
+  const signerB = await Signer.generate();
+  const text = (i: number) => [{ k: "text", text: `${i}` }];
+  try {
+    const queued = [];
+    for (let i = 0; i < 3_000; i += 500) {
+      queued.push(
+        ...await storeA.enqueue(
+          signerB.key,
+          Array.from({ length: 500 }, (_, k) => ({
+            fields: { t: "msg", th: `t${(i + k) % 3}`, parts: text(i + k) },
+          })),
+        ),
+      );
+    }
+    const { a, b, cleanup } = await connectPair("tcp:127.0.0.1:0", {
+      storeA,
+      signerB,
+    });
+    try {
+      await a.conn.established;
+      // Sent while the replay's pages are still being listed and written.
+      const live = [];
+      for (let i = 0; i < 5; i++) {
+        const entries = await storeA.enqueue(signerB.key, [
+          { fields: { t: "msg", th: `t${i % 3}`, parts: text(-i) } },
+        ]);
+        a.conn.sendEntries(entries);
+        live.push(...entries);
+      }
+      const all = [...queued, ...live].map((e) => e.id);
+      await waitFor(() => b.delivered.length >= all.length, "replay", 30_000);
+      await new Promise((r) => setTimeout(r, 100));
+      assert.deepEqual(b.delivered.map((l) => l.message.id), all);
+      await waitFor(
+        () =>
+          a.lines.filter((l) => l.raw.startsWith('{"t":"ack"')).length >=
+            all.length,
+        "acks",
+        30_000,
+      );
+      await new Promise((r) => setTimeout(r, 100));
+      assert.equal(await storeA.outboxCount(signerB.key), 0);
+    } finally {
+      await cleanup();
+    }
+  } finally {
+    storeA.close();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("chunk entries are read from the spool, delivered and not acked", async () => {
   const dir = await Deno.makeTempDir();
   const signerB = await Signer.generate();
@@ -402,10 +456,10 @@ Deno.test("while a chunk batch waits in beforeCommit, a msg of another thread is
   const { a, b, cleanup } = await connectPair("tcp:127.0.0.1:0", {
     storeA,
     signerB,
-    a: { onAck: (_c, ack) => acked.push(ack.re) },
+    a: { onAck: (_peer, ack) => acked.push(ack.re) },
     b: {
       // As a blob's sync would: the batch with the chunk waits.
-      beforeCommit: async (_c, lines) => {
+      beforeCommit: async (_peer, _c, lines) => {
         if (!lines.some((l) => l.message.t === "chunk")) return;
         syncing = true;
         await gate;
@@ -490,6 +544,60 @@ Deno.test("dedup: the same msg twice is acked twice and delivered once", async (
     assert.equal(ack2.re, msg.id);
     assert.equal(ack1.th, "t1");
     assert.equal(side.delivered.length, 1);
+  } finally {
+    await cleanup();
+  }
+});
+
+Deno.test("a line needsBeforeCommit marks passes beforeCommit (with its thread) before it is acked; others commit at once", async () => {
+  const passed: string[] = [];
+  let journaled = false;
+  const { raw, cleanup, peerSigner } = await rawPair({
+    needsBeforeCommit: (_peer, m) =>
+      m.t === "msg" && JSON.stringify(m.parts).includes("journal me"),
+    beforeCommit: async (_peer, _conn, lines) => {
+      passed.push(...lines.map((l) => l.message.id));
+      await new Promise((r) => setTimeout(r, 50));
+      journaled = true;
+    },
+  });
+  try {
+    await raw.handshake(peerSigner);
+    const request = raw.msg({
+      t: "msg",
+      th: "req",
+      parts: [{ k: "text", text: "journal me" }],
+    });
+    const after = raw.msg({
+      t: "msg",
+      th: "req",
+      parts: [{ k: "text", text: "same thread" }],
+    });
+    const plain = raw.msg({
+      t: "msg",
+      th: "other",
+      parts: [{ k: "text", text: "plain" }],
+    });
+    await raw.sendRaw(
+      [request, after, plain].map((m) => JSON.stringify(m) + "\n").join(""),
+    );
+    const acks = new Map<string, boolean>();
+    for (let i = 0; i < 3; i++) {
+      const ack = await raw.nextOf("ack");
+      acks.set(ack.re as string, journaled);
+    }
+    assert.deepEqual(passed, [request.id, after.id] as string[]);
+    assert.equal(
+      acks.get(request.id as string),
+      true,
+      "acked after beforeCommit",
+    );
+    assert.equal(acks.get(after.id as string), true, "its thread waits too");
+    assert.equal(
+      acks.get(plain.id as string),
+      false,
+      "another thread commits at once",
+    );
   } finally {
     await cleanup();
   }

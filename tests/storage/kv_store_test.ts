@@ -1,11 +1,7 @@
 import assert from "node:assert/strict";
-import {
-  type Key,
-  type KeyRange,
-  type KvBackend,
-  KvStore,
-  type Mutation,
-} from "../../storage/kv_store.ts";
+import type { Key, KeyRange, Mutation } from "../../storage/kv/key.ts";
+import type { KvBackend } from "../../storage/kv/kv_backend.ts";
+import { KvStore } from "../../storage/kv_store.ts";
 import { openStore, StoreUnavailableError } from "../../storage/open_store.ts";
 import type { GrantRecord, Store } from "../../storage/store.ts";
 import { storeContract, type StoreHarness } from "./store_contract.ts";

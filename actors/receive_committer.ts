@@ -1,0 +1,279 @@
+/**
+ * The receive side's group commit: content lines a connection read are
+ * made durable (`beforeCommit`, then `store.receive`) before any is acked,
+ * whatever arrived while the previous commit ran going in the next one;
+ * acks and delivery follow the commits in order (SPEC 9.1/9.2).
+ *
+ * @module
+ */
+
+import type {
+  IncomingLine,
+  ReceiveExtras,
+  ReceiveOutcome,
+  Store,
+} from "../storage/store.ts";
+import { errorText } from "../wire/error_text.ts";
+import type { Frame } from "../wire/read_frame.ts";
+import type { Message } from "../wire/types.ts";
+import type { ReceivedLine } from "./connection.ts";
+
+/**
+ * Bytes of received content lines whose commit is in flight before reading
+ * waits for them: reading and parsing go on while a commit runs (so the next
+ * group commit can take all that arrived), but a flood cannot pile up.
+ */
+const MAX_UNCOMMITTED_BYTES = 4 * 1024 * 1024;
+
+/** A received content line waiting for its commit; `size` is its length on the wire. */
+type Pending = IncomingLine & { received: ReceivedLine; size: number };
+
+/** What the committer asks of its connection. */
+export interface CommitterHost {
+  /** The remote's key (known once its hello was accepted). */
+  remoteKey(): string;
+  /**
+   * Makes durable what must be before `lines` count as seen (a chunk's
+   * bytes); may add to the commit.
+   */
+  beforeCommit(
+    lines: ReceivedLine[],
+  ): Promise<ReceiveExtras | void> | undefined;
+  /**
+   * A chunk as it is staged: its bytes may go to their file now; a returned
+   * promise holds reading ({@link ReceiveCommitter.roomToRead}).
+   */
+  takeChunk(frame: Frame): Promise<void> | void;
+  /** True when a line other than a chunk must pass `beforeCommit` too. */
+  needsBeforeCommit(message: Message): boolean;
+  /** `line` is committed: ack it (acked types only). */
+  ack(line: { id: string; th?: string }): void;
+  /** New (non-duplicate) lines, committed and acked. */
+  deliver(lines: ReceivedLine[]): void;
+  /** A commit failed: close with `err internal` and this detail. */
+  fail(detail: string): void;
+}
+
+/** Committed lines that are acked (NOTES: mirror and private are "reliable like a msg"). */
+export const ACKED: ReadonlySet<string> = new Set([
+  "msg",
+  "state",
+  "mirror",
+  "private",
+]);
+
+/**
+ * One connection's received content lines on their way to the store.
+ *
+ * @example
+ * ```ts ignore
+ * const committer = new ReceiveCommitter(store, host);
+ * committer.stage(frame); // a msg read from the socket
+ * await committer.commit(); // committed, acked, delivered
+ * ```
+ */
+export class ReceiveCommitter {
+  #store: Store;
+  #host: CommitterHost;
+  /** Lines staged in this read turn and not queued yet. */
+  #staged: Pending[] = [];
+  /** Lines queued and not yet handed to the store. */
+  #uncommitted: Pending[] = [];
+  /** The pump handing them over, while it runs. */
+  #pumping: Promise<void> | undefined;
+  /** Handed batches once committed: acks and delivery, in order. */
+  #committed: Promise<void> = Promise.resolve();
+  #uncommittedBytes = 0;
+  /** Reading, waiting for a batch to commit (over the in-flight bound). */
+  #waiters: Array<() => void> = [];
+  /** A commit failed: nothing later is committed or acked. */
+  #failed = false;
+  /** A chunk's writes asked reading to wait for this. */
+  #hold: Promise<void> | undefined;
+  /** Threads of the lines in `beforeCommit` now (see #overtaking). */
+  #syncing = new Set<string>();
+
+  /** Commits into `store` for the connection `host`. */
+  constructor(store: Store, host: CommitterHost) {
+    this.#store = store;
+    this.#host = host;
+  }
+
+  /** Reading may go on: the bytes in flight are under the bound (or nothing more will commit). */
+  get hasRoom(): boolean {
+    return this.#uncommittedBytes <= MAX_UNCOMMITTED_BYTES || this.#failed;
+  }
+
+  /** Resolves when a commit finished (or failed). */
+  waitForCommit(): Promise<void> {
+    return new Promise<void>((wake) => this.#waiters.push(wake));
+  }
+
+  /**
+   * Resolves once reading may go on: a chunk's hold settled, and the bytes
+   * in flight are under the bound (or `stopped`).
+   */
+  async roomToRead(stopped: () => boolean): Promise<void> {
+    const hold = this.#hold;
+    this.#hold = undefined;
+    await hold;
+    while (!this.hasRoom && !stopped()) await this.waitForCommit();
+  }
+
+  /** Adds a content line read in this turn (committed by {@link commit}). */
+  stage(frame: Frame): void {
+    const m = frame.message as Message & { th?: unknown };
+    if (m.t === "chunk") this.#hold = this.#host.takeChunk(frame) ?? this.#hold;
+    this.#staged.push({
+      id: m.id,
+      t: m.t,
+      th: typeof m.th === "string" ? m.th : undefined,
+      message: m as unknown as Record<string, unknown>,
+      raw: frame.raw,
+      received: frame,
+      // A chunk whose bytes went to their file (onChunk) holds only its line.
+      size: m.t === "chunk" && !frame.bytes ? frame.raw.length : frame.size,
+    });
+  }
+
+  /**
+   * Queues the staged lines for the group commit and resolves once they and
+   * every earlier line are committed, acked and delivered. One pump hands
+   * the queued lines to `beforeCommit` and `store.receive`, all that queued
+   * up since its last turn at once, without waiting for the commit before:
+   * the store's group commit takes whatever arrived while its last commit
+   * ran, and `beforeCommit` (a chunk's bytes) syncs once per turn. Acks and
+   * delivery follow the commits in order. A failure closes the connection;
+   * later lines are neither committed nor acked.
+   */
+  commit(): Promise<void> {
+    const batch = this.#staged;
+    if (batch.length > 0) {
+      for (const line of batch) this.#uncommittedBytes += line.size;
+      const now = this.#overtaking(batch);
+      if (now.length > 0) this.#handOver(now);
+      this.#uncommitted.push(...batch.splice(0));
+      this.#startPump();
+    }
+    return this.#settled();
+  }
+
+  /**
+   * While the pump waits for `beforeCommit` (a chunk batch's sync), the
+   * lines of `batch` in other threads (a small msg beside a blob) go to the
+   * store at once instead of after that sync: taken out of `batch` and
+   * returned. Order within a thread is kept: a thread with lines syncing,
+   * queued, or lines in `batch` that need `beforeCommit` waits its turn.
+   */
+  #overtaking(batch: Pending[]): Pending[] {
+    if (this.#syncing.size === 0 || this.#failed) return [];
+    const waiting = new Set(this.#syncing);
+    for (const l of this.#uncommitted) waiting.add(l.th ?? "");
+    for (const l of batch) {
+      if (l.t === "chunk" || this.#host.needsBeforeCommit(l.received.message)) {
+        waiting.add(l.th ?? "");
+      }
+    }
+    const now = batch.filter((l) => !waiting.has(l.th ?? ""));
+    if (now.length === 0) return now;
+    const rest = batch.filter((l) => waiting.has(l.th ?? ""));
+    batch.splice(0, batch.length, ...rest);
+    return now;
+  }
+
+  #startPump(): void {
+    this.#pumping ??= this.#pump().finally(() => {
+      this.#pumping = undefined;
+      // Lines queued after the pump's last look.
+      if (this.#uncommitted.length > 0) this.#startPump();
+    });
+  }
+
+  /** Resolves once every queued line is committed, acked and delivered. */
+  async #settled(): Promise<void> {
+    while (this.#pumping) await this.#pumping;
+    await this.#committed;
+  }
+
+  async #pump(): Promise<void> {
+    while (this.#uncommitted.length > 0 && !this.#failed) {
+      const lines = this.#uncommitted.splice(0);
+      // Lines of threads without chunks or requests here go at once; the
+      // chunks and requests, and the lines of their threads (a blob's msg),
+      // after beforeCommit made the chunk bytes durable and journaled the
+      // requests (an acked request is a promise). Order within a thread is
+      // kept.
+      const synced = new Set<string>();
+      for (const l of lines) {
+        if (
+          l.t === "chunk" || this.#host.needsBeforeCommit(l.received.message)
+        ) synced.add(l.th ?? "");
+      }
+      const early = lines.filter((l) => !synced.has(l.th ?? ""));
+      const late = early.length === lines.length
+        ? []
+        : lines.filter((l) => synced.has(l.th ?? ""));
+      try {
+        if (early.length > 0) this.#handOver(early);
+        if (late.length > 0) {
+          for (const l of late) this.#syncing.add(l.th ?? "");
+          const also = await Promise.resolve(
+            this.#host.beforeCommit(late.map((l) => l.received)),
+          ).finally(() => this.#syncing.clear());
+          if (this.#failed) throw new Error("an earlier commit failed");
+          this.#handOver(late, also ?? undefined);
+        }
+      } catch (error) {
+        this.#failed = true;
+        for (const line of late) this.#uncommittedBytes -= line.size;
+        this.#host.fail(`storage failed: ${errorText(error)}`);
+        break;
+      }
+    }
+    if (this.#failed) {
+      for (const line of this.#uncommitted.splice(0)) {
+        this.#uncommittedBytes -= line.size;
+      }
+      for (const wake of this.#waiters.splice(0)) wake();
+    }
+  }
+
+  /** Gives `lines` to the store's group commit; acks follow in order. */
+  #handOver(lines: Pending[], also?: ReceiveExtras): void {
+    let bytes = 0;
+    for (const line of lines) bytes += line.size;
+    const outcomes = this.#store.receive(
+      this.#host.remoteKey(),
+      lines.map(({ id, t, th, message, raw }) => ({ id, t, th, message, raw })),
+      also,
+    );
+    outcomes.catch(() => {}); // handled in order below
+    this.#committed = this.#committed.then(async () => {
+      const out = await outcomes;
+      if (!this.#failed) this.#ackAndDeliver(lines, out);
+    }).catch((error) => {
+      this.#failed = true;
+      this.#host.fail(`storage failed: ${errorText(error)}`);
+    }).finally(() => {
+      this.#uncommittedBytes -= bytes;
+      for (const wake of this.#waiters.splice(0)) wake();
+    });
+  }
+
+  /** Acks the committed lines, then delivers the new ones. */
+  #ackAndDeliver(lines: Pending[], outcomes: ReceiveOutcome[]): void {
+    const fresh: ReceivedLine[] = [];
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i];
+      if (ACKED.has(line.t)) this.#host.ack(line);
+      const outcome = outcomes[i];
+      if (outcome?.duplicate) continue;
+      fresh.push(
+        outcome?.seq === undefined
+          ? line.received
+          : { ...line.received, seq: outcome.seq },
+      );
+    }
+    if (fresh.length) this.#host.deliver(fresh);
+  }
+}

@@ -1,0 +1,215 @@
+/**
+ * {@link GroupCommitter}: the one serial writer of a KV store, with group
+ * commit.
+ *
+ * Calls that arrive while a commit is in flight are merged into the next
+ * atomic commit (split across several, in order, when over Deno KV's
+ * limits: see {@link Batch}); each caller's promise resolves once its part
+ * is durable. No fixed wait: one call alone commits at once. A call's
+ * build runs in submission order and sees every earlier call's writes
+ * (durable or not); an `exclusive` call runs alone, after everything before
+ * it is durable (for scans that must see a settled store).
+ *
+ * @module
+ */
+
+import { Batch } from "./batch.ts";
+import type { KvBackend } from "./kv_backend.ts";
+import { encodeKey, type Key, type Mutation } from "./key.ts";
+import { collectRecords, readRecord } from "./split_record.ts";
+import { Tx } from "./tx.ts";
+
+interface Op {
+  exclusive: boolean;
+  /** Keys the build will read, fetched concurrently before the batch. */
+  prefetch?: Key[];
+  build(tx: Tx): Promise<unknown>;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+/** Keys read ahead concurrently at a time. */
+const PREFETCH_AT_ONCE = 256;
+
+/**
+ * The serial, batching writer over a {@link KvBackend}.
+ *
+ * @example
+ * ```ts
+ * import { GroupCommitter } from "./group_committer.ts";
+ * import { DenoKvBackend } from "./kv_backend.ts";
+ * const kv = new GroupCommitter(new DenoKvBackend(await Deno.openKv(":memory:")));
+ * await Promise.all([kv.put(["a"], 1), kv.put(["b"], 2)]); // one commit
+ * console.log(await kv.read(["b"])); // 2
+ * kv.close();
+ * ```
+ */
+export class GroupCommitter {
+  /** The backend: reads of committed state go straight to it. */
+  readonly backend: KvBackend;
+  #queue: Op[] = [];
+  #draining = false;
+  #closing = false;
+  #closed = false;
+  /** Writes of the current drain not yet known durable, for reads in it. */
+  #overlay: Map<string, Mutation> = new Map();
+  /** Values read ahead for the current drain (older than the overlay). */
+  #prefetched: Map<string, unknown> = new Map();
+
+  /** The writer of `backend` (which it closes on {@link close}). */
+  constructor(backend: KvBackend) {
+    this.backend = backend;
+  }
+
+  /**
+   * Queues `build`, which reads and writes through its {@link Tx}; resolves
+   * with its result once its writes are durable. `prefetch` names keys the
+   * build will read, so a batch reads them concurrently.
+   */
+  submit<T>(
+    exclusive: boolean,
+    build: (tx: Tx) => Promise<T> | T,
+    prefetch?: Key[],
+  ): Promise<T> {
+    if (this.#closing) return Promise.reject(new Error("store is closed"));
+    return new Promise<T>((resolve, reject) => {
+      this.#queue.push({
+        exclusive,
+        prefetch,
+        build: async (tx) => await build(tx),
+        resolve: resolve as (value: unknown) => void,
+        reject,
+      });
+      if (!this.#draining) {
+        this.#draining = true;
+        queueMicrotask(() => this.#drain());
+      }
+    });
+  }
+
+  /** Writes a record (see {@link Tx.putRecord}); resolves once durable. */
+  put(key: Key, value: unknown): Promise<void> {
+    return this.submit(false, async (tx) => {
+      await tx.putRecord(key, value);
+    });
+  }
+
+  /** The committed record at `key`, or undefined. */
+  read<T>(key: Key): Promise<T | undefined> {
+    return readRecord<T>(this.backend, key);
+  }
+
+  /** Every committed record at key length `depth` under `prefix`. */
+  collect<T>(prefix: Key, depth: number): Promise<T[]> {
+    return collectRecords<T>(this.backend, prefix, depth);
+  }
+
+  /** Closes the backend once queued writes are done; later calls reject. */
+  close(): void {
+    if (this.#closing) return;
+    this.#closing = true;
+    if (!this.#draining) this.#close();
+  }
+
+  #close(): void {
+    this.#closed = true;
+    this.backend.close();
+  }
+
+  async #drain(): Promise<void> {
+    while (this.#queue.length > 0) {
+      const ops = this.#queue.splice(0);
+      await this.#prefetch(ops);
+      let batch = new Batch();
+      let waiting: Array<{ op: Op; result: unknown }> = [];
+      let failure: unknown = undefined;
+      let failed = false;
+      const flush = async (): Promise<boolean> => {
+        const done = waiting;
+        const current = batch;
+        waiting = [];
+        batch = new Batch();
+        if (current.size > 0) {
+          try {
+            await this.backend.commit([...current.mutations.values()]);
+          } catch (error) {
+            failed = true;
+            failure = error;
+            this.#overlay.clear();
+            for (const w of done) w.op.reject(error);
+            return false;
+          }
+        }
+        for (const w of done) w.op.resolve(w.result);
+        return true;
+      };
+      for (const op of ops) {
+        if (failed) {
+          op.reject(failure);
+          continue;
+        }
+        if (op.exclusive) {
+          if (!await flush()) {
+            op.reject(failure);
+            continue;
+          }
+          this.#overlay.clear();
+          this.#prefetched.clear();
+        }
+        const tx = new Tx(this.backend, this.#overlay, this.#prefetched);
+        let result: unknown;
+        try {
+          result = await op.build(tx);
+          for (const group of tx.groups) {
+            if (!new Batch().fits(group)) {
+              throw new RangeError("write too large for one Deno KV commit");
+            }
+          }
+        } catch (error) {
+          op.reject(error);
+          continue;
+        }
+        for (const [k, m] of tx.local) this.#overlay.set(k, m);
+        let ok = true;
+        for (const group of tx.groups) {
+          if (!batch.fits(group) && !await flush()) {
+            ok = false;
+            break;
+          }
+          batch.add(group);
+        }
+        if (!ok) {
+          op.reject(failure);
+          continue;
+        }
+        waiting.push({ op, result });
+        if (op.exclusive) await flush();
+      }
+      await flush();
+      this.#overlay.clear();
+      this.#prefetched.clear();
+    }
+    this.#draining = false;
+    if (this.#closing && !this.#closed) this.#close();
+  }
+
+  /** Reads the keys the batch will need concurrently, not one by one. */
+  async #prefetch(ops: Op[]): Promise<void> {
+    const keys = new Map<string, Key>();
+    for (const op of ops) {
+      for (const key of op.prefetch ?? []) keys.set(encodeKey(key), key);
+    }
+    const all = [...keys];
+    for (let i = 0; i < all.length; i += PREFETCH_AT_ONCE) {
+      const slice = all.slice(i, i + PREFETCH_AT_ONCE);
+      try {
+        const values = await Promise.all(
+          slice.map(([, key]) => this.backend.get(key)),
+        );
+        slice.forEach(([k], j) => this.#prefetched.set(k, values[j]));
+      } catch {
+        return; // The builds will read (and report) for themselves.
+      }
+    }
+  }
+}

@@ -1,0 +1,148 @@
+/**
+ * {@link Tx}: the reads and writes of one call queued on the
+ * `GroupCommitter`, before they are packed into commits. Writes are
+ * made in atomic groups (`cut` ends one); a record too big for one value
+ * is split, its parts written in groups committed before its head.
+ *
+ * @module
+ */
+
+import { assembleRecord, PART_BYTES } from "./split_record.ts";
+import type { KvBackend } from "./kv_backend.ts";
+import { encodeKey, type Key, type Mutation } from "./key.ts";
+
+/** A mutation that remembers its encoded key. */
+export interface KeyedMutation extends Mutation {
+  /** {@link encodeKey} of `key`, computed once. */
+  encoded?: string;
+}
+
+/** Parts of a split record written per atomic group (≤ 600 KB). */
+const STAGE_PARTS = 10;
+
+const utf8 = new TextEncoder();
+
+/**
+ * The writes and reads of one queued call. Reads see this call's own
+ * writes, then those of earlier calls of the same drain (not yet durable),
+ * then values read ahead, then the backend.
+ *
+ * @example
+ * ```ts ignore
+ * // Built by the GroupCommitter for each submitted call:
+ * await committer.submit(false, (tx) => tx.set(["a"], 1));
+ * ```
+ */
+export class Tx {
+  #backend: KvBackend;
+  #overlay: Map<string, Mutation>;
+  #prefetched: Map<string, unknown>;
+  /** Mutations this call made, by encoded key (latest wins). */
+  readonly local: Map<string, Mutation> = new Map();
+  /** Closed groups, each atomic, in commit order. */
+  readonly done: Mutation[][] = [];
+  #open: Mutation[] = [];
+
+  /** A transaction over `backend`, seeing the drain's `overlay` first. */
+  constructor(
+    backend: KvBackend,
+    overlay: Map<string, Mutation>,
+    prefetched: Map<string, unknown>,
+  ) {
+    this.#backend = backend;
+    this.#overlay = overlay;
+    this.#prefetched = prefetched;
+  }
+
+  /** All groups, the open one last. */
+  get groups(): Mutation[][] {
+    return this.#open.length > 0 ? [...this.done, this.#open] : this.done;
+  }
+
+  /** The value at `key` as this call sees it. */
+  get(key: Key): Promise<unknown> {
+    const k = encodeKey(key);
+    const m = this.local.get(k) ?? this.#overlay.get(k);
+    if (m) return Promise.resolve(m.value);
+    if (this.#prefetched.has(k)) {
+      return Promise.resolve(this.#prefetched.get(k));
+    }
+    return this.#backend.get(key);
+  }
+
+  /** Writes `value` at `key` in the open group. */
+  set(key: Key, value: unknown): void {
+    const encoded = encodeKey(key);
+    const m: KeyedMutation = { key, value, encoded };
+    this.#open.push(m);
+    this.local.set(encoded, m);
+  }
+
+  /** Deletes `key` in the open group. */
+  delete(key: Key): void {
+    this.set(key, undefined);
+  }
+
+  /** Ends the current atomic group. */
+  cut(): void {
+    if (this.#open.length > 0) {
+      this.done.push(this.#open);
+      this.#open = [];
+    }
+  }
+
+  /** The record at `key` as this call sees it. */
+  getRecord<T>(key: Key): Promise<T | undefined> {
+    return this.get(key).then((head) =>
+      assembleRecord(key, head, (k) => this.get(k))
+    ) as Promise<T | undefined>;
+  }
+
+  /**
+   * Writes a record; resolves with the parts it was split into (0: inline).
+   * A big one's parts go in groups committed before the current one, whose
+   * other writes then share the head's commit; `["pend", ...key]` marks
+   * them until the head is written (open deletes parts of a crashed one).
+   * `fresh` skips the read that cleans up parts of a bigger previous value.
+   */
+  async putRecord(key: Key, value: unknown, fresh = false): Promise<number> {
+    const previous = fresh ? undefined : await this.get(key);
+    const bytes = utf8.encode(JSON.stringify(value));
+    let n = 0;
+    if (bytes.byteLength <= PART_BYTES) {
+      this.set(key, bytes);
+    } else {
+      n = Math.ceil(bytes.byteLength / PART_BYTES);
+      const pend: Key = ["pend", ...key];
+      const open = this.#open;
+      this.#open = [];
+      for (let k = 0; k < n; k++) {
+        if (k % STAGE_PARTS === 0) {
+          this.cut();
+          if (k === 0) this.set(pend, n);
+        }
+        this.set(
+          [...key, k],
+          bytes.subarray(k * PART_BYTES, (k + 1) * PART_BYTES),
+        );
+      }
+      this.cut();
+      this.#open = open;
+      this.set(key, n);
+      this.delete(pend);
+    }
+    if (typeof previous === "number") {
+      for (let k = n; k < previous; k++) this.delete([...key, k]);
+    }
+    return n;
+  }
+
+  /** Deletes a record and its parts (`parts` when known, else read). */
+  async deleteRecord(key: Key, parts?: number): Promise<void> {
+    const n = parts ?? await this.get(key);
+    if (typeof n === "number") {
+      for (let k = 0; k < n; k++) this.delete([...key, k]);
+    }
+    this.delete(key);
+  }
+}

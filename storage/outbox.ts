@@ -1,0 +1,350 @@
+/**
+ * {@link Outbox}: the lines we sent that wait for their ack, per peer, in
+ * Deno KV (`["ob", pk, id]`: the entry without `peer`, a split record when
+ * long), with their ids (`["id", "last"]`: the highest id committed).
+ *
+ * Ids are allocated at call time from one {@link IdGenerator}, and the
+ * highest one is written in the same commit as the entry, so id order =
+ * outbox order = send order, also across restarts (NOTES item 3).
+ *
+ * The outbox has no index rows: an {@link OutboxIndex} in memory (thread,
+ * type, queue time and parts of each entry) is rebuilt from the `ob`
+ * records on open, so an enqueue costs one row and an ack one delete, with
+ * no reads. Entries leave on ack (cumulatively for chunks and introductions
+ * of the thread, and for grants and introductions to the peer in any
+ * thread, see `Store.acked`), on {@link Outbox.dropBlob}, on replay when the
+ * remote's `seen` covers them, or on retention ({@link Outbox.expire}).
+ *
+ * Resume replay ({@link Outbox.replayPages}) reads the records from KV in
+ * pages as the connection asks for them, so replaying an outbox of any
+ * length holds one page (≤ 1,000 entries, ≤ 4 MiB) at a time.
+ *
+ * @module
+ */
+
+import type { GroupCommitter } from "./kv/group_committer.ts";
+import { type Key, keyText, threadKey } from "./kv/key.ts";
+import { listRecords } from "./kv/split_record.ts";
+import type { Tx } from "./kv/tx.ts";
+import { OutboxIndex, type OutboxMeta } from "./outbox_index.ts";
+import { requireText } from "./require_text.ts";
+import type { OutboxDraft, OutboxEntry } from "./store.ts";
+import { IdGenerator } from "../wire/id.ts";
+import { timestamp } from "../wire/time.ts";
+
+/** Where the highest outbox id committed is kept. */
+export const LAST_ID: Key = ["id", "last"];
+
+/** Most entries in one replay page. */
+const REPLAY_PAGE_ENTRIES = 1_000;
+/** Most stored bytes in one replay page (a page of big lines is shorter). */
+const REPLAY_PAGE_BYTES = 4 * 1024 * 1024;
+
+/** An outbox entry as stored: without `peer`, which is in the key. */
+type StoredEntry = Omit<OutboxEntry, "peer">;
+
+/** The index entry of a stored outbox entry split into `parts`. */
+function metaOf(e: StoredEntry, parts: number): OutboxMeta {
+  const meta: OutboxMeta = {
+    id: e.id,
+    t: e.t,
+    tk: e.th === undefined ? null : threadKey(e.th),
+    q: e.queuedAt,
+    n: parts,
+  };
+  if (e.t === "chunk" && typeof e.fields.ref === "string") {
+    meta.ref = e.fields.ref;
+  }
+  return meta;
+}
+
+/** Deletes one outbox record and its parts (already out of the index). */
+function dropEntry(tx: Tx, pk: string, id: string, parts: number): void {
+  const key: Key = ["ob", pk, id];
+  for (let k = 0; k < parts; k++) tx.delete([...key, k]);
+  tx.delete(key);
+  tx.cut();
+}
+
+/**
+ * The outbox of a store, and the ids it allocates.
+ *
+ * @example
+ * ```ts ignore
+ * const outbox = new Outbox(committer, undefined);
+ * await outbox.load();
+ * const [entry] = await outbox.enqueue(peer, [{ fields: { t: "msg", th: "t1", parts: [] } }]);
+ * for await (const page of outbox.replayPages(peer, {})) console.log(page[0].id === entry.id);
+ * ```
+ */
+export class Outbox {
+  #c: GroupCommitter;
+  #ids: IdGenerator;
+  /** The outbox's index, kept in step with every enqueue and drop. */
+  #index = new OutboxIndex();
+
+  /** The outbox written through `committer`; ids continue after `lastId`. */
+  constructor(committer: GroupCommitter, lastId: string | undefined) {
+    this.#c = committer;
+    this.#ids = new IdGenerator({ last: lastId });
+  }
+
+  /** Rebuilds the index from the `ob` records (on open). */
+  load(): Promise<void> {
+    return this.#c.submit(true, async () => {
+      const range = { prefix: ["ob"] };
+      for await (
+        const { key, value, parts } of listRecords(this.#c.backend, range, 3)
+      ) {
+        this.#index.add(key[1] as string, metaOf(value as StoredEntry, parts));
+      }
+    });
+  }
+
+  /** A fresh id, greater than every id handed out before. */
+  nextId(): string {
+    return this.#ids.next();
+  }
+
+  /**
+   * Allocates ids and timestamps for `drafts` and commits them to `peer`'s
+   * outbox; resolves once durable, with the entries in id order.
+   */
+  enqueue(peer: string, drafts: OutboxDraft[]): Promise<OutboxEntry[]> {
+    try {
+      requireText(peer, "enqueue: peer");
+      if (!Array.isArray(drafts)) {
+        throw new TypeError("enqueue: drafts must be an array");
+      }
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const queuedAt = Date.now();
+    const ts = timestamp(queuedAt);
+    const entries: OutboxEntry[] = [];
+    try {
+      // Ids are taken now, in call order; commits happen in the same order.
+      for (const draft of drafts) {
+        entries.push(this.#entry(peer, draft, ts, queuedAt));
+      }
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (entries.length === 0) return Promise.resolve([]);
+    const pk = keyText(peer);
+    // Indexed now, in id order; the entries are sent only once committed,
+    // so no ack can come for them before.
+    const metas = entries.map((e) => metaOf(e, 0));
+    for (const meta of metas) this.#index.add(pk, meta);
+    const done = this.#c.submit(false, async (tx) => {
+      for (let i = 0; i < entries.length; i++) {
+        const { peer: _, ...stored } = entries[i];
+        metas[i].n = await tx.putRecord(["ob", pk, stored.id], stored, true);
+        tx.set(LAST_ID, stored.id);
+        tx.cut();
+      }
+      return entries;
+    });
+    done.catch(() => {
+      for (const meta of metas) this.#index.remove(pk, meta.id);
+    });
+    return done;
+  }
+
+  #entry(
+    peer: string,
+    draft: OutboxDraft,
+    ts: string,
+    queuedAt: number,
+  ): OutboxEntry {
+    const fields = draft?.fields;
+    if (
+      typeof fields !== "object" || fields === null ||
+      typeof fields.t !== "string"
+    ) {
+      throw new TypeError("enqueue: each draft needs fields with a string t");
+    }
+    if (fields.th !== undefined && typeof fields.th !== "string") {
+      throw new TypeError("enqueue: fields.th must be a string");
+    }
+    const { id: _id, ts: _ts, ...rest } = fields;
+    if (fields.t === "chunk") {
+      if (draft.chunk === undefined) {
+        throw new TypeError(
+          "enqueue: a chunk draft needs a ChunkSource (chunk data is never outboxed)",
+        );
+      }
+      delete rest.data;
+    }
+    const entry: OutboxEntry = {
+      peer,
+      id: this.#ids.next(),
+      ts,
+      t: fields.t,
+      fields: rest as OutboxEntry["fields"],
+      queuedAt,
+    };
+    if (fields.th !== undefined) entry.th = fields.th;
+    if (draft.chunk !== undefined) entry.chunk = { ...draft.chunk };
+    return entry;
+  }
+
+  /** True while the line `id` to `peer` waits for its ack. */
+  has(peer: string, id: string): boolean {
+    return this.#index.get(keyText(peer), id) !== undefined;
+  }
+
+  /** How many entries wait for `peer` (from the index). */
+  count(peer: string): number {
+    return this.#index.size(keyText(peer));
+  }
+
+  /** Every unacked entry for `peer`, in id order. */
+  async list(peer: string): Promise<OutboxEntry[]> {
+    const out: OutboxEntry[] = [];
+    const pk = keyText(requireText(peer, "outbox: peer"));
+    const range = { prefix: ["ob", pk] };
+    for await (const { value } of listRecords(this.#c.backend, range, 3)) {
+      const e = value as StoredEntry;
+      // An acked entry whose delete is not committed yet is already gone.
+      if (this.#index.get(pk, e.id)) out.push({ ...e, peer });
+    }
+    return out;
+  }
+
+  /** {@link Outbox.replayPages}, all pages in one array. */
+  async replay(
+    peer: string,
+    seen: Record<string, string>,
+    onCovered?: (entry: OutboxEntry) => void,
+  ): Promise<OutboxEntry[]> {
+    const out: OutboxEntry[] = [];
+    for await (const page of this.replayPages(peer, seen, onCovered)) {
+      for (const e of page) out.push(e);
+    }
+    return out;
+  }
+
+  /**
+   * The entries to replay after the remote's `resume`, in id order, read
+   * from KV a page at a time as the consumer asks: in threads listed in
+   * `seen` those with a greater id, in unlisted threads all. Entries at or
+   * below their thread's seen id are dropped (the remote has them durably)
+   * and told to `onCovered` once their drop is durable, never yielded
+   * (SPEC 9.5). Everything queued before the call is committed before the
+   * listing starts; an entry committed while it runs may be listed or not
+   * (a backend may list a snapshot), never out of id order.
+   */
+  async *replayPages(
+    peer: string,
+    seen: Record<string, string>,
+    onCovered?: (entry: OutboxEntry) => void,
+  ): AsyncGenerator<OutboxEntry[]> {
+    const pk = keyText(peer);
+    // Only indexed entries are replayed: none, nothing to list (most
+    // handshakes).
+    if (this.#index.size(pk) === 0) return;
+    await this.#c.submit(true, () => undefined);
+    let page: OutboxEntry[] = [];
+    let bytes = 0;
+    let covered: Array<{ entry: OutboxEntry; parts: number }> = [];
+    const dropCovered = async () => {
+      const drops = covered;
+      covered = [];
+      if (drops.length === 0) return;
+      await this.#c.submit(false, (tx) => {
+        for (const d of drops) dropEntry(tx, pk, d.entry.id, d.parts);
+      });
+      for (const d of drops) onCovered?.(d.entry);
+    };
+    try {
+      const range = { prefix: ["ob", pk] };
+      for await (
+        const listed of listRecords(this.#c.backend, range, 3)
+      ) {
+        const e = listed.value as StoredEntry;
+        // Acked already, its delete not committed yet: not sent again.
+        if (!this.#index.get(pk, e.id)) continue;
+        const last = e.th !== undefined && Object.hasOwn(seen, e.th)
+          ? seen[e.th]
+          : undefined;
+        if (typeof last === "string" && e.id <= last) {
+          this.#index.remove(pk, e.id);
+          covered.push({ entry: { ...e, peer }, parts: listed.parts });
+        } else {
+          page.push({ ...e, peer });
+          bytes += listed.bytes;
+        }
+        if (
+          page.length >= REPLAY_PAGE_ENTRIES || bytes >= REPLAY_PAGE_BYTES ||
+          covered.length >= REPLAY_PAGE_ENTRIES
+        ) {
+          await dropCovered();
+          if (page.length > 0) {
+            const full = page;
+            page = [];
+            bytes = 0;
+            yield full;
+          }
+        }
+      }
+      await dropCovered();
+      if (page.length > 0) yield page;
+    } finally {
+      // Stopped early (the connection closed): covered entries out of the
+      // index still leave KV.
+      await dropCovered();
+    }
+  }
+
+  /**
+   * Handles an ack of `id` to `peer`: drops the entry and what it acks
+   * cumulatively; true when the id was in the outbox. The index answers at
+   * once; only the deletes go to the committer, so acks arriving together
+   * share one commit and read nothing. The entry's own thread counts,
+   * whatever `th` the ack carried.
+   */
+  acked(peer: string, id: string): Promise<boolean> {
+    const pk = keyText(peer);
+    const drops = this.#index.ackDrops(pk, id);
+    if (drops.length === 0) return Promise.resolve(false);
+    return this.#c.submit(false, (tx) => {
+      for (const m of drops) dropEntry(tx, pk, m.id, m.n);
+      return true;
+    });
+  }
+
+  /** Removes the outbox chunk entries of `ref` to `peer` (refused blob). */
+  dropBlob(peer: string, ref: string): Promise<number> {
+    try {
+      requireText(peer, "dropBlob: peer");
+      requireText(ref, "dropBlob: ref");
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const pk = keyText(peer);
+    const drops = this.#index.list(pk).filter((m) =>
+      m.t === "chunk" && m.ref === ref
+    );
+    for (const m of drops) this.#index.remove(pk, m.id);
+    if (drops.length === 0) return Promise.resolve(0);
+    return this.#c.submit(false, (tx) => {
+      for (const m of drops) dropEntry(tx, pk, m.id, m.n);
+      return drops.length;
+    });
+  }
+
+  /** Drops, in `tx`, every entry queued before `end` (ms); returns how many. */
+  expire(tx: Tx, end: number): number {
+    let count = 0;
+    for (const pk of this.#index.peers()) {
+      for (const m of this.#index.list(pk)) {
+        if (m.q >= end) continue;
+        this.#index.remove(pk, m.id);
+        dropEntry(tx, pk, m.id, m.n);
+        count++;
+      }
+    }
+    return count;
+  }
+}

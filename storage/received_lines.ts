@@ -1,0 +1,230 @@
+/**
+ * {@link ReceivedLines}: what a peer keeps of the content lines it
+ * received: dedup, the per-thread `seen` watermark sent in `resume`
+ * (SPEC 9.5), and the commit of a received batch with its log entries and
+ * thread records, so one line is durable before it is acked.
+ *
+ * | key | value |
+ * |-----|-------|
+ * | `["rx", pk, tk, ik]` | receive time (`{ at, id }` when `ik` is hashed): dedup of received content lines |
+ * | `["seen", pk, tk]` | `{ th?, id?, floor?, max? }` last received id; dedup floor; highest id (above it, no `rx` read) |
+ *
+ * Dedup is bounded by retention ({@link ReceivedLines.compact}): exact
+ * received ids older than a time are forgotten and the thread's `floor`
+ * rises to the highest of them; afterwards an id at or below the floor
+ * counts as a duplicate. That is exact for senders whose ids increase
+ * (NOTES item 3); a sender that reuses lower ids after the retention window
+ * would be taken for a replay. What stays per thread is one `seen` record,
+ * and that goes too once the thread ended and did not change since
+ * ({@link ReceivedLines.forgetEnded}).
+ *
+ * @module
+ */
+
+import { blobKey } from "./blob_records.ts";
+import type { GroupCommitter } from "./kv/group_committer.ts";
+import { encodeKey, type Key, keyText, threadKey } from "./kv/key.ts";
+import { listRecords } from "./kv/split_record.ts";
+import type { Tx } from "./kv/tx.ts";
+import { requireText } from "./require_text.ts";
+import type {
+  IncomingLine,
+  ReceiveExtras,
+  ReceiveOutcome,
+  ThreadRecord,
+} from "./store.ts";
+import { threadEnded, type ThreadRecords } from "./thread_records.ts";
+import type { TrafficLog } from "./traffic_log.ts";
+import { CONTENT_TYPES } from "../wire/types.ts";
+import { timestamp } from "../wire/time.ts";
+
+/** Dedup and resume state of one thread (or of unthreaded lines). */
+interface SeenRecord {
+  th?: string;
+  id?: string;
+  floor?: string;
+  /** The highest id received in the thread: any higher one is new. */
+  max?: string;
+}
+
+/** A received chunk line for the log, without its data. */
+function elideChunk(line: IncomingLine): string {
+  const { data: _, ...rest } = line.message;
+  return JSON.stringify(rest);
+}
+
+/**
+ * Received content lines of a store: dedup, seen, and their commit.
+ *
+ * @example
+ * ```ts ignore
+ * const received = new ReceivedLines(committer, log, threads);
+ * const [outcome] = await received.receive(peer, [line]);
+ * console.log(outcome.duplicate, await received.seen(peer));
+ * ```
+ */
+export class ReceivedLines {
+  #c: GroupCommitter;
+  #log: TrafficLog;
+  #threads: ThreadRecords;
+
+  /** Lines committed through `committer`, logged in `log`. */
+  constructor(
+    committer: GroupCommitter,
+    log: TrafficLog,
+    threads: ThreadRecords,
+  ) {
+    this.#c = committer;
+    this.#log = log;
+    this.#threads = threads;
+  }
+
+  /**
+   * Commits received content lines (group commit): dedup, per-thread seen,
+   * thread records, log. Resolve before acking.
+   */
+  receive(
+    peer: string,
+    lines: IncomingLine[],
+    also: ReceiveExtras = {},
+  ): Promise<ReceiveOutcome[]> {
+    try {
+      requireText(peer, "receive: peer");
+      if (!Array.isArray(lines)) {
+        throw new TypeError("receive: lines must be an array");
+      }
+      for (const line of lines) {
+        requireText(line?.id, "receive: line id");
+        requireText(line.t, "receive: line t");
+        if (line.th !== undefined) requireText(line.th, "receive: line th");
+        if (typeof line.raw !== "string") {
+          throw new TypeError("receive: line raw must be a string");
+        }
+      }
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const pk = keyText(peer);
+    // The `rx` rows are not read ahead: a line above its thread's `max` is
+    // new without a read, which is every line of an in-order sender.
+    const prefetch: Key[] = lines.flatMap((line) => {
+      const tk = threadKey(line.th);
+      return [["seen", pk, tk], ["thr", pk, tk]];
+    });
+    return this.#c.submit(false, async (tx) => {
+      const out: ReceiveOutcome[] = [];
+      const at = Date.now();
+      const now = timestamp(at);
+      // In the first line's group: one atomic write with its seen marker.
+      for (const record of also.blobs ?? []) {
+        await tx.putRecord(blobKey(record), record);
+      }
+      for (const line of lines) {
+        const tk = threadKey(line.th);
+        const rxKey: Key = ["rx", pk, tk, keyText(line.id)];
+        const seen = await tx.getRecord<SeenRecord>(["seen", pk, tk]);
+        const above = seen?.max !== undefined && line.id > seen.max;
+        const duplicate = !above && (
+          (seen?.floor !== undefined && line.id <= seen.floor) ||
+          (await tx.get(rxKey)) !== undefined
+        );
+        if (duplicate) {
+          out.push({ id: line.id, duplicate });
+          continue;
+        }
+        // The log record first: if split, its parts commit before this group.
+        const seq = await this.#log.append(tx, {
+          peer,
+          dir: "in",
+          t: line.t,
+          id: line.id,
+          ...(line.th === undefined ? {} : { th: line.th }),
+          line: line.t === "chunk" ? elideChunk(line) : line.raw,
+          at,
+        });
+        out.push({ id: line.id, duplicate, seq });
+        const ik = keyText(line.id);
+        tx.set(rxKey, ik === line.id ? at : { at, id: line.id });
+        // `max` is kept from a thread's first record on (a record written
+        // before it existed may have seen higher ids: it goes without).
+        const max = seen === undefined
+          ? line.id
+          : seen.max === undefined || line.id < seen.max
+          ? seen.max
+          : line.id;
+        if (line.th !== undefined && CONTENT_TYPES.has(line.t)) {
+          await tx.putRecord(["seen", pk, tk], {
+            ...seen,
+            th: line.th,
+            id: line.id,
+            ...(max === undefined ? {} : { max }),
+          });
+        } else if (max !== undefined && max !== seen?.max) {
+          await tx.putRecord(["seen", pk, tk], { ...seen, max });
+        }
+        if (line.th !== undefined && (line.t === "msg" || line.t === "state")) {
+          await this.#threads.touch(tx, peer, line, now);
+        }
+        tx.cut();
+      }
+      return out;
+    }, prefetch);
+  }
+
+  /** Per thread, the last content id received from `peer` (for resume). */
+  async seen(peer: string): Promise<Record<string, string>> {
+    const out: Record<string, string> = {};
+    const range = {
+      prefix: ["seen", keyText(requireText(peer, "seen: peer"))],
+    };
+    for await (const { value } of listRecords(this.#c.backend, range, 3)) {
+      const s = value as SeenRecord;
+      if (s.th !== undefined && s.id !== undefined) out[s.th] = s.id;
+    }
+    return out;
+  }
+
+  /**
+   * Deletes, in `tx`, the `seen` record of threads that ended and did not
+   * change since `olderThan` (ms); returns their encoded keys.
+   */
+  async forgetEnded(tx: Tx, olderThan: number): Promise<Set<string>> {
+    const forgotten = new Set<string>();
+    const range = { prefix: ["thr"] };
+    for await (const { key, value } of listRecords(this.#c.backend, range, 3)) {
+      const r = value as ThreadRecord;
+      if (threadEnded(r) && Date.parse(r.updated) < olderThan) {
+        const seenKey: Key = ["seen", key[1], key[2]];
+        forgotten.add(encodeKey(seenKey));
+        await tx.deleteRecord(seenKey);
+        tx.cut();
+      }
+    }
+    return forgotten;
+  }
+
+  /**
+   * Folds exact received ids older than `end` (ms) into their thread's
+   * dedup floor, in `tx`; threads whose seen is in `forgotten` just lose
+   * them.
+   */
+  async compact(tx: Tx, end: number, forgotten: Set<string>): Promise<void> {
+    for await (
+      const { key, value } of this.#c.backend.list({ prefix: ["rx"] })
+    ) {
+      const [, pk, tk, ik] = key as [string, string, string, string];
+      const rx = value as number | { at: number; id: string };
+      const at = typeof rx === "number" ? rx : rx.at;
+      if (!(at < end)) continue;
+      const id = typeof rx === "number" ? ik : rx.id;
+      tx.delete(key);
+      tx.cut();
+      if (forgotten.has(encodeKey(["seen", pk, tk]))) continue;
+      const seen = await tx.getRecord<SeenRecord>(["seen", pk, tk]) ?? {};
+      if (seen.floor === undefined || id > seen.floor) {
+        await tx.putRecord(["seen", pk, tk], { ...seen, floor: id });
+      }
+      tx.cut();
+    }
+  }
+}

@@ -1,0 +1,299 @@
+/**
+ * {@link TrafficLog}: the traffic log, every line in and out, kept in
+ * Deno KV under bounds.
+ *
+ * | key | value |
+ * |-----|-------|
+ * | `["log", seq]` | {@link LogEntry} (a split record when long) |
+ * | `["logt", pk, tk, seq]` | `1`: index by thread (a line with a `th`) |
+ * | `["seq", "log"]` | highest log seq committed |
+ * | `["seq", "logbytes"]` | bytes of line text the log holds now |
+ *
+ * It keeps at most `maxLogEntries` (default 100,000) and `maxLogBytes` of
+ * line text (default 256 MiB; over it, the oldest go until 90% is left):
+ * every `min(1000, maxLogEntries / 10)` appends a trim deletes the oldest
+ * entries with their parts and `logt` keys, so it never holds more than the
+ * bound plus one trim interval. Retention ({@link TrafficLog.expire}) also
+ * drops entries older than a time, from the oldest on. A query by peer
+ * alone scans the log (rare: views read by thread).
+ *
+ * @module
+ */
+
+import type { GroupCommitter } from "./kv/group_committer.ts";
+import { type Key, keyText, threadKey } from "./kv/key.ts";
+import { type ListedRecord, listRecords } from "./kv/split_record.ts";
+import type { Tx } from "./kv/tx.ts";
+import { requireText } from "./require_text.ts";
+import type { LogEntry, LogQuery } from "./store.ts";
+
+/**
+ * Default bound of the traffic log, in bytes of line text (256 MiB).
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_MAX_LOG_BYTES } from "./traffic_log.ts";
+ * console.log(DEFAULT_MAX_LOG_BYTES); // 268435456
+ * ```
+ */
+export const DEFAULT_MAX_LOG_BYTES = 256 * 1024 * 1024;
+
+/**
+ * Default bound of the traffic log, in entries.
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_MAX_LOG_ENTRIES } from "./traffic_log.ts";
+ * console.log(DEFAULT_MAX_LOG_ENTRIES); // 100000
+ * ```
+ */
+export const DEFAULT_MAX_LOG_ENTRIES = 100_000;
+
+/** Where the highest log seq committed is kept. */
+export const LOG_SEQ: Key = ["seq", "log"];
+/** Where the bytes of line text the log holds are kept. */
+export const LOG_BYTES: Key = ["seq", "logbytes"];
+const END_SEQ = Number.MAX_SAFE_INTEGER;
+// The log is trimmed every this many appends at most (fewer for small bounds).
+const TRIM_EVERY = 1000;
+
+/**
+ * The bounds of the traffic log.
+ *
+ * @example
+ * ```ts
+ * import type { TrafficLogBounds } from "./traffic_log.ts";
+ * const bounds: TrafficLogBounds = { maxLogEntries: 10_000 };
+ * console.log(bounds.maxLogEntries); // 10000
+ * ```
+ */
+export interface TrafficLogBounds {
+  /**
+   * Most traffic log entries kept (oldest trimmed first); default
+   * {@link DEFAULT_MAX_LOG_ENTRIES}, `Infinity` keeps everything.
+   */
+  maxLogEntries?: number;
+  /**
+   * Most traffic log bytes kept (the lines' text, oldest trimmed first,
+   * down to 90% of it); default {@link DEFAULT_MAX_LOG_BYTES}.
+   */
+  maxLogBytes?: number;
+}
+
+/**
+ * Validates a `maxLogEntries` bound; undefined gives the default. Throws a
+ * one-line RangeError.
+ *
+ * @example
+ * ```ts
+ * import { checkMaxLog } from "./traffic_log.ts";
+ * console.log(checkMaxLog(undefined)); // 100000
+ * ```
+ */
+export function checkMaxLog(value: unknown): number {
+  if (value === undefined) return DEFAULT_MAX_LOG_ENTRIES;
+  if (
+    value !== Infinity &&
+    (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1)
+  ) {
+    throw new RangeError(
+      `maxLogEntries must be a positive integer or Infinity, got ${
+        typeof value === "string" ? JSON.stringify(value) : String(value)
+      }`,
+    );
+  }
+  return value as number;
+}
+
+/**
+ * The traffic log of a store; appends happen inside other records' writes
+ * (a received line's log entry commits with its dedup row).
+ *
+ * @example
+ * ```ts ignore
+ * const log = new TrafficLog(committer, { seq: 0, logBytes: 0 }, {});
+ * await log.log([{ peer, dir: "out", t: "msg", line: "{}", at: Date.now() }]);
+ * console.log((await log.read({ limit: 1 }))[0].seq); // 1
+ * ```
+ */
+export class TrafficLog {
+  #c: GroupCommitter;
+  #seq: number;
+  #maxLog: number;
+  #trimEvery: number;
+  /** Log appends since the last trim was scheduled. */
+  #sinceTrim = 0;
+  #maxLogBytes: number;
+  /**
+   * The highest log seq dropped: trims queued together see the same
+   * committed entries, and must not drop (and count) one twice.
+   */
+  #droppedThrough = 0;
+  /** Bytes of line text in the log (see {@link LOG_BYTES}). */
+  #logBytes: number;
+
+  /**
+   * The log written through `committer`, resuming at `seq` with `logBytes`
+   * of text. Throws a one-line RangeError for a bad bound.
+   */
+  constructor(
+    committer: GroupCommitter,
+    resume: { seq: number; logBytes: number },
+    bounds: TrafficLogBounds,
+  ) {
+    this.#c = committer;
+    this.#maxLog = checkMaxLog(bounds.maxLogEntries);
+    this.#maxLogBytes = bounds.maxLogBytes ?? DEFAULT_MAX_LOG_BYTES;
+    if (!(this.#maxLogBytes > 0)) {
+      throw new RangeError(
+        `maxLogBytes must be a positive number or Infinity, got ${bounds.maxLogBytes}`,
+      );
+    }
+    this.#seq = resume.seq;
+    this.#logBytes = resume.logBytes;
+    this.#trimEvery = Math.max(
+      1,
+      Math.min(TRIM_EVERY, Math.ceil(this.#maxLog / 10)),
+    );
+  }
+
+  /** Appends lines to the log (batched by the caller). */
+  log(entries: Omit<LogEntry, "seq">[]): Promise<void> {
+    try {
+      if (!Array.isArray(entries)) {
+        throw new TypeError("log: entries must be an array");
+      }
+      for (const e of entries) {
+        requireText(e?.peer, "log: peer");
+        if (e.dir !== "in" && e.dir !== "out") {
+          throw new TypeError(`log: dir must be "in" or "out"`);
+        }
+        requireText(e.t, "log: t");
+        if (typeof e.line !== "string") {
+          throw new TypeError("log: line must be a string");
+        }
+        if (!Number.isFinite(e.at)) {
+          throw new TypeError("log: at must be a time in ms");
+        }
+      }
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (entries.length === 0) return Promise.resolve();
+    return this.#c.submit(false, async (tx) => {
+      for (const e of entries) {
+        await this.append(tx, e);
+        tx.cut();
+      }
+    });
+  }
+
+  /**
+   * Appends one entry in `tx`; resolves with its seq. Seqs are taken in
+   * commit order, so they increase with the log.
+   */
+  async append(tx: Tx, entry: Omit<LogEntry, "seq">): Promise<number> {
+    this.#logBytes += entry.line.length;
+    const overBytes = this.#logBytes > this.#maxLogBytes;
+    if (++this.#sinceTrim >= this.#trimEvery || overBytes) {
+      this.#sinceTrim = 0;
+      // Queued behind this op; a store closing meanwhile just skips it.
+      this.trim().catch(() => {});
+    }
+    const seq = ++this.#seq;
+    await tx.putRecord(["log", seq], { seq, ...entry }, true);
+    // No index by peer alone: one row fewer per line (read scans instead).
+    if (entry.th !== undefined) {
+      tx.set(["logt", keyText(entry.peer), threadKey(entry.th), seq], 1);
+    }
+    tx.set(LOG_SEQ, seq);
+    tx.set(LOG_BYTES, this.#logBytes);
+    return seq;
+  }
+
+  /**
+   * Deletes the oldest log entries, with their parts and index keys, down to
+   * the bound. Not exclusive: it only reads committed entries, older than
+   * any still in the overlay, and nothing else writes them.
+   */
+  trim(): Promise<void> {
+    if (this.#maxLog === Infinity && this.#maxLogBytes === Infinity) {
+      return Promise.resolve();
+    }
+    return this.#c.submit(false, async (tx) => {
+      const cutoff = this.#seq - this.#maxLog;
+      const overBytes = this.#logBytes > this.#maxLogBytes;
+      if (cutoff < 1 && !overBytes) return;
+      // Over the byte bound: down to 90% of it, so trims stay rare.
+      const byteTarget = overBytes ? this.#maxLogBytes * 0.9 : Infinity;
+      const end = overBytes ? this.#seq + 1 : cutoff + 1;
+      const range = { start: ["log", 0], end: ["log", end] };
+      for await (const listed of listRecords(this.#c.backend, range, 2)) {
+        const e = listed.value as LogEntry;
+        if (e.seq > cutoff && this.#logBytes <= byteTarget) break;
+        await this.#drop(tx, listed);
+      }
+    });
+  }
+
+  /** Drops entries logged before `olderThan` (ms), from the oldest on. */
+  async expire(tx: Tx, olderThan: number): Promise<void> {
+    const range = { prefix: ["log"] };
+    for await (const listed of listRecords(this.#c.backend, range, 2)) {
+      if (!((listed.value as LogEntry).at < olderThan)) break;
+      await this.#drop(tx, listed);
+    }
+  }
+
+  /** Deletes one log entry, its parts and its index keys. */
+  async #drop(tx: Tx, { key, value, parts }: ListedRecord): Promise<void> {
+    const e = value as LogEntry;
+    if (e.seq <= this.#droppedThrough) return; // a trim before has it
+    this.#droppedThrough = e.seq;
+    await tx.deleteRecord(key, parts);
+    this.#logBytes = Math.max(0, this.#logBytes - e.line.length);
+    tx.set(LOG_BYTES, this.#logBytes);
+    if (e.th !== undefined) {
+      tx.delete(["logt", keyText(e.peer), threadKey(e.th), e.seq]);
+    }
+    tx.cut();
+  }
+
+  /** Log entries in `seq` order, filtered by `query`. */
+  async read(query: LogQuery = {}): Promise<LogEntry[]> {
+    const limit = query.limit ?? Infinity;
+    const start = query.after === undefined
+      ? 0
+      : Math.max(0, Math.floor(query.after) + 1);
+    const out: LogEntry[] = [];
+    if (limit <= 0 || start > END_SEQ) return out;
+    if (query.peer !== undefined && query.th !== undefined) {
+      const base: Key = ["logt", keyText(query.peer), threadKey(query.th)];
+      for await (
+        const { key } of this.#c.backend.list({
+          start: [...base, start],
+          end: [...base, END_SEQ],
+        })
+      ) {
+        const entry = await this.#c.read<LogEntry>([
+          "log",
+          key[key.length - 1],
+        ]);
+        if (entry && entry.peer === query.peer && entry.th === query.th) {
+          out.push(entry);
+          if (out.length >= limit) break;
+        }
+      }
+      return out;
+    }
+    const range = { start: ["log", start], end: ["log", END_SEQ] };
+    for await (const { value } of listRecords(this.#c.backend, range, 2)) {
+      const entry = value as LogEntry;
+      if (query.th !== undefined && entry.th !== query.th) continue;
+      if (query.peer !== undefined && entry.peer !== query.peer) continue;
+      out.push(entry);
+      if (out.length >= limit) break;
+    }
+    return out;
+  }
+}
