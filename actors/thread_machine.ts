@@ -5,21 +5,28 @@
  * gives it its subject. It keeps both sides' soft states in two parallel
  * regions, `mine` and `theirs`, whose states are the conventional words
  * (open, working, waiting, done, failed, closed) plus `other` for any other
- * word (the word itself is in the context). Received msgs are emitted to the
- * application in the order they are sent to the actor, and counted unread
- * until the application reports them read.
+ * word (the word itself is in the context). Received msgs are counted
+ * unread until the application reports them read; a redelivered line is
+ * dropped.
  *
- * The machine does no I/O: the caller feeds it lines that are already
- * durable (received and committed, or enqueued) and persists the record it
- * emits with `changed`. A side's state time is the line's `ts`; the
- * record's `updated` is local time, so the retention window does not depend
- * on the remote's clock.
+ * The machine does no I/O and emits nothing: the caller feeds it lines that
+ * are already durable (received and committed, or enqueued). The stored
+ * record has one writer, the store, in the commit of the line that changes
+ * it (a received line in `receive`, so its unread count and state are
+ * durable before the ack; our side through `patchThread`, asked only by the
+ * Peer's threads, peer/peer_threads.ts). The record in the actor's context
+ * is a view of it for the chart and the inspector: `STORED` puts the
+ * store's record in (the Peer sends it after each of its own writes, and
+ * after each received line while the actor is inspected). A side's state time is the line's `ts`; the
+ * record's `updated` is local time, so the retention window does not
+ * depend on the remote's clock.
  *
  * @module
  */
 
-import { assign, emit, enqueueActions, setup } from "npm:xstate@^5.33.3";
+import { assign, setup } from "npm:xstate@^5.33.3";
 import type {
+  EventObject,
   MetaObject,
   NonReducibleUnknown,
   StateMachine,
@@ -109,7 +116,12 @@ export type ThreadEvent =
   /** A state of ours, already enqueued. */
   | { type: "STATE_OUT"; message: State }
   /** The application read `count` messages (all when absent). */
-  | { type: "READ"; count?: number };
+  | { type: "READ"; count?: number }
+  /**
+   * The record as the store wrote it (the store is its one writer): it
+   * replaces the actor's own, and both regions resolve their words again.
+   */
+  | { type: "STORED"; record: ThreadRecord };
 
 /**
  * Maps a msg or state line and its direction to the thread event.
@@ -135,21 +147,6 @@ export function threadEvent(
     : { type: "STATE_OUT", message };
 }
 
-/** What a thread actor emits (subscribe with `actor.on(type, fn)`). */
-export type ThreadEmitted =
-  /** A received msg for the application, in order. */
-  | { type: "message"; peer: string; th: string; message: Msg; unread: number }
-  /** One side's soft state changed. */
-  | {
-    type: "state";
-    peer: string;
-    th: string;
-    side: "mine" | "theirs";
-    state: SideState;
-  }
-  /** The record changed: persist it. */
-  | { type: "changed"; record: ThreadRecord };
-
 /** The thread actor's context. */
 export interface ThreadContext {
   /** The thread's record as it would be persisted. */
@@ -166,9 +163,7 @@ export type ThreadAction =
   | { type: "takeMsg"; params: NonReducibleUnknown }
   | { type: "setSide"; params: { side: "mine" | "theirs" } }
   | { type: "markRead"; params: NonReducibleUnknown }
-  | { type: "deliver"; params: NonReducibleUnknown }
-  | { type: "announceSide"; params: { side: "mine" | "theirs" } }
-  | { type: "changed"; params: NonReducibleUnknown };
+  | { type: "takeStored"; params: NonReducibleUnknown };
 
 /** The named guards of {@linkcode threadMachine}, with their parameters. */
 export type ThreadGuard =
@@ -195,7 +190,7 @@ export type ThreadMachine = StateMachine<
   string,
   ThreadInput,
   NonReducibleUnknown,
-  ThreadEmitted,
+  EventObject,
   MetaObject,
   StateSchema
 >;
@@ -245,11 +240,11 @@ const WORD_STATES = {
  * import { createActor } from "npm:xstate@^5.33.3";
  * import { threadMachine } from "./thread_machine.ts";
  * const actor = createActor(threadMachine, { input: { peer: "ed25519:x", th: "t1" } });
- * actor.on("message", (e) => console.log(e.message.parts));
  * actor.start();
  * actor.send({ type: "MSG_IN", message: { t: "msg", id: "01", ts: "2026-01-01T00:00:00Z", th: "t1", subject: "Hi", parts: [] } });
  * actor.send({ type: "STATE_IN", message: { t: "state", id: "02", ts: "2026-01-01T00:00:01Z", th: "t1", state: "working" } });
  * console.log(actor.getSnapshot().value); // { mine: "open", theirs: "working" }
+ * console.log(actor.getSnapshot().context.record.unread); // 1
  * actor.stop();
  * ```
  */
@@ -258,7 +253,6 @@ export const threadMachine: ThreadMachine = setup({
     context: {} as ThreadContext,
     events: {} as ThreadEvent,
     input: {} as ThreadInput,
-    emitted: {} as ThreadEmitted,
   },
   guards: {
     sideIs: ({ context }, params: { side: "mine" | "theirs"; word: string }) =>
@@ -303,6 +297,10 @@ export const threadMachine: ThreadMachine = setup({
         };
       },
     ),
+    takeStored: assign(({ event }) => {
+      if (event.type !== "STORED") return {};
+      return { record: { ...event.record } };
+    }),
     markRead: assign(({ context, event }) => {
       if (event.type !== "READ") return {};
       const unread = event.count === undefined ? 0 : Math.max(
@@ -311,33 +309,6 @@ export const threadMachine: ThreadMachine = setup({
       );
       return { record: { ...context.record, unread } };
     }),
-    deliver: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== "MSG_IN") return;
-      enqueue.emit({
-        type: "message",
-        peer: context.record.peer,
-        th: context.record.th,
-        message: event.message,
-        unread: context.record.unread,
-      });
-    }),
-    announceSide: enqueueActions(
-      ({ context, enqueue }, params: { side: "mine" | "theirs" }) => {
-        const state = context.record[params.side];
-        if (!state) return;
-        enqueue.emit({
-          type: "state",
-          peer: context.record.peer,
-          th: context.record.th,
-          side: params.side,
-          state,
-        });
-      },
-    ),
-    changed: emit(({ context }) => ({
-      type: "changed" as const,
-      record: context.record,
-    })),
   },
 }).createMachine({
   id: "thread",
@@ -357,10 +328,14 @@ export const threadMachine: ThreadMachine = setup({
   on: {
     MSG_IN: [
       { guard: "isRedelivery" },
-      { actions: ["remember", "takeMsg", "deliver", "changed"] },
+      { actions: ["remember", "takeMsg"] },
     ],
-    MSG_OUT: { actions: ["takeMsg", "changed"] },
-    READ: { actions: ["markRead", "changed"] },
+    MSG_OUT: { actions: ["takeMsg"] },
+    READ: { actions: ["markRead"] },
+    STORED: {
+      actions: ["takeStored"],
+      target: [".mine.resolving", ".theirs.resolving"],
+    },
   },
   states: {
     mine: {
@@ -370,8 +345,6 @@ export const threadMachine: ThreadMachine = setup({
           target: ".resolving",
           actions: [
             { type: "setSide", params: { side: "mine" } },
-            { type: "announceSide", params: { side: "mine" } },
-            "changed",
           ],
         },
       },
@@ -387,8 +360,6 @@ export const threadMachine: ThreadMachine = setup({
             actions: [
               "remember",
               { type: "setSide", params: { side: "theirs" } },
-              { type: "announceSide", params: { side: "theirs" } },
-              "changed",
             ],
           },
         ],

@@ -15,6 +15,7 @@ import { machineToDot } from "./machine_to_dot.ts";
 import { renderSvg } from "./render_svg.ts";
 import { INSPECTOR_PAGE_HTML, STATELY_BRIDGE_HTML } from "./page.ts";
 import { statelyActor, toStatelyEvent } from "./to_stately_event.ts";
+import { serveHttp } from "../net/serve_http.ts";
 
 /** Where and for whom to serve. */
 export interface InspectorServerOptions {
@@ -190,20 +191,12 @@ export async function serveInspector(
     };
   };
 
-  const listening = Promise.withResolvers<Deno.NetAddr>();
-  const server = Deno.serve({
-    hostname,
-    port: options.port ?? 0,
-    onListen: (addr) => listening.resolve(addr),
-  }, handler);
-  const addr = await listening.promise;
-  const shownHost = hostname === "0.0.0.0"
-    ? "127.0.0.1"
-    : hostname.includes(":")
-    ? `[${hostname}]`
-    : hostname;
+  const { server, port, shownHost } = await serveHttp(
+    { hostname, port: options.port },
+    handler,
+  );
   return {
-    url: `http://${shownHost}:${addr.port}/`,
+    url: `http://${shownHost}:${port}/`,
     async close() {
       const closing = [...sockets].map((s) =>
         new Promise<void>((resolve) => {

@@ -21,7 +21,8 @@ import {
   type StateEvent,
   stateEvent,
 } from "./peer_events.ts";
-import type { LogEntry, Store } from "../storage/store.ts";
+import type { LogEntry, Store, ThreadPatch } from "../storage/store.ts";
+import { errorText } from "../wire/error_text.ts";
 import { timestamp } from "../wire/time.ts";
 import type { BlobPart, Msg, State } from "../wire/types.ts";
 
@@ -32,6 +33,10 @@ export type ThreadActor = Actor<ThreadMachine>;
 export type ThreadActorEvent = Parameters<ThreadActor["send"]>[0];
 
 const LOG_BATCH = 256;
+/** A thread's record is rewritten at most this often by sends alone. */
+const TOUCH_EVERY_MS = 1_000;
+/** How many threads' last write times are kept for that. */
+const TOUCHED_MEMORY = 10_000;
 
 /** What {@link PeerThreads} needs from its Peer. */
 export interface PeerThreadsOptions {
@@ -80,6 +85,8 @@ export class PeerThreads {
   /** Seqs of received msg/state lines committed here whose event is not out yet, ascending. */
   #pendingSeqs: number[] = [];
   #seqWaiters = new Map<number, () => void>();
+  /** When each thread record was last written by {@link writeOurSide}. */
+  #threadTouched = new Map<string, number>();
   /** Where thread actors are shown; set at construction or by {@link attach}. */
   #inspect: ActorInspection | undefined;
 
@@ -104,8 +111,22 @@ export class PeerThreads {
     this.#inspect = inspect;
     for (const [id, p] of this.#actors) {
       const peer = id.slice(0, id.indexOf(" "));
-      void p.then((a) => this.#show(a, peer), () => {});
+      const th = id.slice(id.indexOf(" ") + 1);
+      void p.then((a) => {
+        this.#show(a, peer);
+        return this.#sync(a, peer, th);
+      }).catch(() => {});
     }
+  }
+
+  /**
+   * Puts the stored record in the actor's view (the store is its writer;
+   * the actor's own count may have seen a line twice: one committed before
+   * the actor loaded the record, then fed to it).
+   */
+  async #sync(a: ThreadActor, peer: string, th: string): Promise<void> {
+    const record = await this.#store.thread(peer, th);
+    if (record && !this.#closing) a.send({ type: "STORED", record });
   }
 
   #show(a: ThreadActor, peer: string): void {
@@ -159,12 +180,50 @@ export class PeerThreads {
    */
   async feed(peer: string, th: string, event: ThreadActorEvent): Promise<void> {
     if (this.#closing) return;
-    (await this.#threadActor(peer, th)).send(event);
+    const actor = await this.#threadActor(peer, th);
+    actor.send(event);
+    // Only an inspector sees the actor's record: keep it the stored one
+    // then (a read per received line), and not otherwise.
+    if (
+      this.#inspect && (event.type === "MSG_IN" || event.type === "STATE_IN")
+    ) {
+      await this.#sync(actor, peer, th);
+    }
   }
 
-  /** The thread was marked read: its actor (if running) hears READ. */
-  async read(peer: string, th: string): Promise<void> {
-    (await this.#actors.get(`${peer} ${th}`))?.send({ type: "READ" });
+  /**
+   * Our side of a thread record: subject on the first msg, our state, read.
+   * The only writer of a thread record besides `store.receive`, which
+   * writes the remote's side in the commit of each received line.
+   */
+  async writeOurSide(
+    peer: string,
+    th: string,
+    change: ThreadPatch,
+  ): Promise<void> {
+    // A burst of sends in one thread writes its record once a second, not
+    // once a msg: only `updated` (for retention, in days) would change.
+    const id = `${peer} ${th}`;
+    const now = Date.now();
+    const onlyTouch = change.subject === undefined && !change.mine &&
+      !change.read;
+    const last = this.#threadTouched.get(id);
+    if (onlyTouch && last !== undefined && now - last < TOUCH_EVERY_MS) return;
+    const record = await this.#store.patchThread(peer, th, change);
+    (await this.#actors.get(id)?.catch(() => undefined))?.send({
+      type: "STORED",
+      record,
+    });
+    this.#threadTouched.delete(id);
+    this.#threadTouched.set(id, now);
+    if (this.#threadTouched.size > TOUCHED_MEMORY) {
+      this.#threadTouched.delete(this.#threadTouched.keys().next().value!);
+    }
+  }
+
+  /** Marks the thread read: its record, then its actor (if running). */
+  async markRead(peer: string, th: string): Promise<void> {
+    await this.writeOurSide(peer, th, { read: true });
   }
 
   /**
@@ -307,9 +366,7 @@ export class PeerThreads {
           peer: "",
           ts: timestamp(),
           code: "replay",
-          detail: `events: replay after ${after} failed: ${
-            error instanceof Error ? error.message : String(error)
-          }`,
+          detail: `events: replay after ${after} failed: ${errorText(error)}`,
           remote: false,
         });
       }

@@ -16,6 +16,7 @@
 import { type Grant, grantHash, verifyGrant } from "../wire/grant.ts";
 import type { GrantRecord, PeerRecord } from "../storage/store.ts";
 import type { RemoteHello } from "../actors/connection.ts";
+import { errorText } from "../wire/error_text.ts";
 
 /** The capability that lets a key delegate (SPEC 10.1).
  *
@@ -157,7 +158,7 @@ export class GrantPolicy {
       const known = await this.#known();
       return await this.#honor(grant, presentedBy, [...supporting, ...known]);
     } catch (e) {
-      return { ok: false, reason: `grant check failed: ${oneLine(e)}` };
+      return { ok: false, reason: `grant check failed: ${errorText(e)}` };
     }
   }
 
@@ -202,7 +203,7 @@ export class GrantPolicy {
           // Say what is wrong with it first, if anything.
           const d = await this.#direct(g).catch((e) => ({
             ok: false as const,
-            reason: `grant check failed: ${oneLine(e)}`,
+            reason: `grant check failed: ${errorText(e)}`,
           }));
           out.push(
             d.ok
@@ -218,7 +219,7 @@ export class GrantPolicy {
       try {
         out.push(await this.#honor(g, peerKey, pool));
       } catch (e) {
-        out.push({ ok: false, reason: `grant check failed: ${oneLine(e)}` });
+        out.push({ ok: false, reason: `grant check failed: ${errorText(e)}` });
       }
     }
     return out;
@@ -489,8 +490,4 @@ function isObject(value: unknown): value is Record<string, unknown> {
 
 function unique(items: readonly string[]): string[] {
   return [...new Set(items)];
-}
-
-function oneLine(e: unknown): string {
-  return (e instanceof Error ? e.message : String(e)).split("\n")[0];
 }

@@ -16,6 +16,7 @@ import { DashboardFeed, type DashboardSource } from "./dashboard_feed.ts";
 import { dashboardPage } from "./dashboard_page.ts";
 import { readConversation } from "./read_conversation.ts";
 import { errorText as oneLine } from "../wire/error_text.ts";
+import { serveHttp } from "../net/serve_http.ts";
 
 /** Where and how to serve. */
 export interface DashboardServerOptions {
@@ -258,20 +259,9 @@ export async function serveDashboard(
     });
   };
 
-  const listening = Promise.withResolvers<Deno.NetAddr>();
-  const server = Deno.serve({
-    hostname,
-    port: options.port ?? 0,
-    onListen: (addr) => listening.resolve(addr),
-  }, handler);
-  const addr = await listening.promise;
-  const shown = hostname === "0.0.0.0" || hostname === ""
-    ? "127.0.0.1"
-    : hostname === "::"
-    ? "[::1]"
-    : hostname.includes(":")
-    ? `[${hostname}]`
-    : hostname;
+  const served = await serveHttp({ hostname, port: options.port }, handler);
+  const { server, shownHost: shown } = served;
+  const addr = { port: served.port };
   const bound = `${shown}:${addr.port}`.toLowerCase();
   hosts = new Set([bound]);
   if (shown === "127.0.0.1" || shown === "[::1]") {

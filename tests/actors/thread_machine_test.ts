@@ -3,7 +3,6 @@ import { createActor } from "npm:xstate@^5.33.3";
 import {
   isThreadOpen,
   SOFT_STATES,
-  type ThreadEmitted,
   threadEvent,
   threadMachine,
 } from "../../actors/thread_machine.ts";
@@ -45,7 +44,9 @@ function start(record?: ThreadRecord) {
       created: "2026-03-01T09:00:00.000Z",
     },
   });
-  const emitted: ThreadEmitted[] = [];
+  // Nothing should come out: the store writes the record, PeerThreads
+  // emits the events.
+  const emitted: unknown[] = [];
   actor.on("*", (e) => emitted.push(e));
   actor.start();
   return { actor, emitted };
@@ -67,7 +68,7 @@ Deno.test("the first msg names the thread; later subjects do not rename it", () 
   assert.equal(record.peer, PEER);
   assert.equal(record.th, "t1");
   assert.equal(record.created, "2026-03-01T09:00:00.000Z");
-  assert.equal(emitted.filter((e) => e.type === "changed").length, 2);
+  assert.deepEqual(emitted, [], "the actor emits nothing");
   actor.stop();
 });
 
@@ -90,25 +91,14 @@ Deno.test("a thread we open takes its subject from our first msg", () => {
   actor.stop();
 });
 
-Deno.test("received msgs are delivered in order and counted unread until read", () => {
-  const { actor, emitted } = start();
+Deno.test("received msgs are counted unread until read", () => {
+  const { actor } = start();
+  const unread: number[] = [];
   for (const id of ["01", "02", "03", "04"]) {
     actor.send({ type: "MSG_IN", message: msg(id, `text ${id}`) });
+    unread.push(actor.getSnapshot().context.record.unread);
   }
-  const delivered = emitted.filter((e) => e.type === "message");
-  assert.deepEqual(delivered.map((e) => e.type === "message" && e.message.id), [
-    "01",
-    "02",
-    "03",
-    "04",
-  ]);
-  assert.deepEqual(delivered.map((e) => e.type === "message" && e.unread), [
-    1,
-    2,
-    3,
-    4,
-  ]);
-  assert.equal(actor.getSnapshot().context.record.unread, 4);
+  assert.deepEqual(unread, [1, 2, 3, 4]);
   actor.send({ type: "READ", count: 3 });
   assert.equal(actor.getSnapshot().context.record.unread, 1);
   actor.send({ type: "READ", count: 10 });
@@ -119,20 +109,24 @@ Deno.test("received msgs are delivered in order and counted unread until read", 
   actor.stop();
 });
 
-Deno.test("a redelivered line is dropped, not delivered or counted twice", () => {
-  const { actor, emitted } = start();
+Deno.test("a redelivered line is dropped, not counted twice", () => {
+  const { actor } = start();
   actor.send({ type: "MSG_IN", message: msg("01", "once") });
   actor.send({ type: "MSG_IN", message: msg("01", "once") });
   actor.send({ type: "STATE_IN", message: state("02", "working") });
+  const after = actor.getSnapshot().context.record;
   actor.send({ type: "STATE_IN", message: state("02", "working") });
-  assert.equal(emitted.filter((e) => e.type === "message").length, 1);
-  assert.equal(emitted.filter((e) => e.type === "state").length, 1);
   assert.equal(actor.getSnapshot().context.record.unread, 1);
+  assert.equal(
+    actor.getSnapshot().context.record,
+    after,
+    "the redelivered state changed nothing",
+  );
   actor.stop();
 });
 
 Deno.test("both sides' states live in the mine and theirs regions, with note and time", () => {
-  const { actor, emitted } = start();
+  const { actor } = start();
   actor.send(threadEvent("in", msg("01", "go")));
   actor.send(threadEvent("in", state("02", "working", "cloning")));
   actor.send(threadEvent("out", state("03", "waiting")));
@@ -150,14 +144,6 @@ Deno.test("both sides' states live in the mine and theirs regions, with note and
     state: "waiting",
     ts: "2026-03-01T10:00:03.000Z",
   });
-  const states = emitted.filter((e) => e.type === "state");
-  assert.deepEqual(
-    states.map((e) => e.type === "state" && [e.side, e.state.state]),
-    [
-      ["theirs", "working"],
-      ["mine", "waiting"],
-    ],
-  );
   // Every conventional word is a state of the chart.
   for (const [i, word] of SOFT_STATES.entries()) {
     actor.send(threadEvent("in", state(`1${i}`, word)));
@@ -256,18 +242,16 @@ Deno.test("isThreadOpen: open until either side says done, failed or closed", ()
   );
 });
 
-Deno.test("the record an actor emits is its state: closing our side closes the thread", () => {
-  const { actor, emitted } = start();
+Deno.test("the actor's record is its state: closing our side closes the thread", () => {
+  const { actor } = start();
   actor.send(threadEvent("in", msg("01", "go", { subject: "S" })));
   assert.equal(isThreadOpen(actor.getSnapshot().context.record), true);
   actor.send(threadEvent("out", state("02", "closed")));
-  const changes = emitted.filter((e) => e.type === "changed");
-  const last = changes.at(-1);
-  assert.ok(last && last.type === "changed");
-  assert.equal(isThreadOpen(last.record), false);
-  assert.deepEqual(last.record, actor.getSnapshot().context.record);
-  // The emitted record is plain data: it survives JSON (what a store keeps).
-  assert.deepEqual(JSON.parse(JSON.stringify(last.record)), last.record);
+  const record = actor.getSnapshot().context.record;
+  assert.equal(isThreadOpen(record), false);
+  assert.equal(actor.getSnapshot().value.mine, "closed");
+  // The record is plain data: it survives JSON (what a store keeps).
+  assert.deepEqual(JSON.parse(JSON.stringify(record)), record);
   actor.stop();
 });
 
@@ -276,12 +260,10 @@ Deno.test("a thread persisted to a Deno KV file comes back in the same states", 
   try {
     let store = await KvStore.open(`${dir}/awp.kv`);
     const { actor } = start();
-    const writes: Promise<void>[] = [];
-    actor.on("changed", (e) => writes.push(store.putThread(e.record)));
     actor.send(threadEvent("in", msg("01", "go", { subject: "Build it" })));
     actor.send(threadEvent("in", state("02", "working", "compiling")));
     actor.send(threadEvent("out", state("03", "paused")));
-    await Promise.all(writes);
+    await store.putThread(actor.getSnapshot().context.record);
     actor.stop();
     store.close();
 
@@ -307,4 +289,27 @@ Deno.test("a thread persisted to a Deno KV file comes back in the same states", 
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("STORED puts the store's record in and both regions follow it", () => {
+  const { actor } = start();
+  actor.send(threadEvent("in", msg("01", "go")));
+  actor.send(threadEvent("in", msg("02", "again")));
+  const stored: ThreadRecord = {
+    peer: PEER,
+    th: "t1",
+    subject: "From the store",
+    mine: { state: "done", ts: "2026-03-01T10:00:00.000Z" },
+    theirs: { state: "reviewing", ts: "2026-03-01T10:00:00.000Z" },
+    created: "2026-03-01T09:00:00.000Z",
+    updated: "2026-03-01T10:00:00.000Z",
+    unread: 1,
+  };
+  actor.send({ type: "STORED", record: stored });
+  assert.deepEqual(actor.getSnapshot().context.record, stored);
+  assert.deepEqual(actor.getSnapshot().value, {
+    mine: "done",
+    theirs: "other",
+  });
+  actor.stop();
 });
