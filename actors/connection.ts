@@ -57,6 +57,7 @@ import {
 } from "./receive_committer.ts";
 import { encodeLine } from "../wire/frame.ts";
 import { LineReader } from "../wire/line_reader.ts";
+import { connectionClock, pingTimeouts } from "./connection_timing.ts";
 import { type Frame, readFrame } from "../wire/read_frame.ts";
 import { randomNonce, verify } from "../wire/keys.ts";
 import { authTranscript } from "../wire/transcript.ts";
@@ -233,8 +234,9 @@ export class Connection {
     this.#committer = new ReceiveCommitter(options.store, host);
     this.#outbox = new OutboxWriter(host);
     this.actor = createActor(connectionMachine, {
-      input: { timeouts: options.timeouts, key: options.signer.key, host },
+      input: { timeouts: pingTimeouts(options), key: options.signer.key, host },
       inspect: options.inspect,
+      clock: connectionClock,
     });
   }
 

@@ -9,8 +9,9 @@
  *   warm-up; prints `{"event":"handshakes","count","ms","samples":[ms...]}`
  *   (`ms`: the sum of the handshake times, closing excluded).
  * - `idle`: `--count N` connections with distinct keys, `--concurrency C`
- *   at a time, kept open; prints `{"event":"established","count","failed",
- *   "ms","rssBefore","rssAfter","firstError"?}`, then waits for `close` on
+ *   at a time, kept open, pinging as any dialer does (after 30 s idle);
+ *   prints `{"event":"established","count","failed","ms","rssBefore",
+ *   "rssAfter","firstError"?}`, then waits for `close` on
  *   stdin (or stdin's end) and prints `{"event":"closed"}`.
  * - `flood`: one connection, `--count N` msgs of 100 bytes in `--threads T`
  *   threads, sent as fast as accepted; `--inspect` attaches an xstate
@@ -61,8 +62,9 @@ if (!addr || !["handshake", "idle", "flood"].includes(mode ?? "")) {
   Deno.exit(2);
 }
 const count = intFlag("count", 100);
-// No pings: idle connections must stay idle, and pings would skew timings.
-const timeouts = { pingInterval: 0 };
+// Idle connections ping as any dialer does (every 30 s idle: the listener
+// only answers); elsewhere no pings, which would skew the timings.
+const timeouts = mode === "idle" ? {} : { pingInterval: 0 };
 
 async function open(
   signer: Signer,

@@ -51,3 +51,45 @@ export async function acceptEach(
     } catch { /* a throwing owner must not stop accepting */ }
   }
 }
+
+/** A running accept loop: {@link acceptLoop}. */
+export interface AcceptLoop {
+  /** Resolves once the loop has ended (after close). */
+  readonly done: Promise<void>;
+  /** Closes the listener (idempotent), then runs `afterClose` once. */
+  close(): void;
+}
+
+/**
+ * {@link acceptEach} until {@link AcceptLoop.close}, which closes `listener`
+ * and then runs `afterClose` (e.g. removes a unix socket file).
+ *
+ * @example
+ * ```ts
+ * import { acceptLoop } from "./accept_loop.ts";
+ * const loop = acceptLoop(
+ *   Deno.listen({ hostname: "127.0.0.1", port: 0 }),
+ *   (conn) => conn.close(),
+ * );
+ * loop.close();
+ * await loop.done;
+ * ```
+ */
+export function acceptLoop(
+  listener: Deno.Listener,
+  take: (conn: Deno.Conn) => void,
+  afterClose?: () => void,
+): AcceptLoop {
+  let closed = false;
+  return {
+    done: acceptEach(listener, () => closed, take),
+    close(): void {
+      if (closed) return;
+      closed = true;
+      try {
+        listener.close();
+      } catch { /* already closed */ }
+      afterClose?.();
+    },
+  };
+}

@@ -8,6 +8,8 @@
  * @module
  */
 
+import { isPrivateHost } from "../wire/address.ts";
+import { socketAddressText } from "./socket_text.ts";
 import type { Transport, TransportHandlers } from "./transport.ts";
 
 /** The bounds of one listener; see the README's "Limits" table.
@@ -112,25 +114,51 @@ export class ConnectionGate {
     this.#open++;
     this.#pending++;
     this.#pendingByHost.set(host, fromHost + 1);
-    let pending = true;
-    let released = false;
-    const leaveHandshake = () => {
-      if (!pending) return;
-      pending = false;
-      this.#pending--;
-      const left = (this.#pendingByHost.get(host) ?? 1) - 1;
-      if (left <= 0) this.#pendingByHost.delete(host);
-      else this.#pendingByHost.set(host, left);
-    };
-    return {
-      authenticated: leaveHandshake,
-      release: () => {
-        if (released) return;
-        released = true;
-        leaveHandshake();
-        this.#open--;
-      },
-    };
+    return new ConnectionGate.#Ticket(this, host);
+  }
+
+  /** A ticket as an object, not closures (10,000 connections hold one each). */
+  static #Ticket = class implements GateTicket {
+    #gate: ConnectionGate | undefined;
+    #host: string | undefined;
+
+    constructor(gate: ConnectionGate, host: string) {
+      this.#gate = gate;
+      this.#host = host;
+    }
+
+    authenticated(): void {
+      const host = this.#host;
+      if (host === undefined) return;
+      this.#host = undefined;
+      const gate = this.#gate!;
+      gate.#pending--;
+      const left = (gate.#pendingByHost.get(host) ?? 1) - 1;
+      if (left <= 0) gate.#pendingByHost.delete(host);
+      else gate.#pendingByHost.set(host, left);
+    }
+
+    release(): void {
+      if (this.#gate === undefined) return;
+      this.authenticated();
+      this.#gate.#open--;
+      this.#gate = undefined;
+    }
+  };
+
+  /**
+   * {@link ConnectionGate.admit} for an accepted socket: a TCP peer from a
+   * public address (unless `allowPublic`) or one over a bound is closed at
+   * once, so its descriptor comes back, and gets no ticket.
+   */
+  admitSocket(conn: Deno.Conn, allowPublic: boolean): GateTicket | undefined {
+    const remote = conn.remoteAddr;
+    const ticket = !allowPublic && remote.transport === "tcp" &&
+        !isPrivateHost(remote.hostname)
+      ? undefined
+      : this.admit(socketAddressText(remote));
+    if (ticket === undefined) conn.close();
+    return ticket;
   }
 
   /** Wraps `inner` so that its end releases its place. */

@@ -16,15 +16,17 @@
  * @module
  */
 
-import { acceptEach } from "./accept_loop.ts";
-import {
-  type Address,
-  formatAddress,
-  isPrivateHost,
-  parseAddress,
-} from "../wire/address.ts";
+import { acceptLoop } from "./accept_loop.ts";
+import { type Address, isPrivateHost, parseAddress } from "../wire/address.ts";
+import { errorText } from "../wire/error_text.ts";
+import { BatchedWriter } from "./batched_writer.ts";
 import { ConnectionGate, type ConnectionLimits } from "./connection_gate.ts";
 import { softFdLimit } from "./fd_limit.ts";
+import {
+  isIpLiteral,
+  socketAddressText as addrText,
+  socketErrorReason as reasonOf,
+} from "./socket_text.ts";
 import { dialWebSocket, listenWebSocket } from "./websocket_transport.ts";
 
 /** What the owner of a {@link Transport} is told. */
@@ -136,8 +138,6 @@ export class TransportError extends Error {
   }
 }
 
-/** Batches are cut at this size so one slow write never copies unboundedly. */
-const BATCH_BYTES = 256 * 1024;
 const READ_BYTES = 64 * 1024;
 /** Read buffer of a connection that is not receiving a burst. */
 const IDLE_READ_BYTES = 1024;
@@ -151,31 +151,6 @@ function plaintextAllowed(option: boolean | undefined): boolean {
   }
 }
 
-function addrText(a: Deno.Addr): string {
-  if (a.transport === "tcp" || a.transport === "udp") {
-    return formatAddress({ kind: "tcp", host: a.hostname, port: a.port });
-  }
-  return `unix:${(a as Deno.UnixAddr).path ?? ""}`;
-}
-
-function reasonOf(error: unknown): string {
-  if (error instanceof Deno.errors.ConnectionRefused) {
-    return "connection refused";
-  }
-  if (error instanceof Deno.errors.NotFound) return "no such socket";
-  if (error instanceof Deno.errors.PermissionDenied) {
-    return "permission denied";
-  }
-  if (error instanceof Deno.errors.AddrInUse) return "address already in use";
-  if (error instanceof Deno.errors.AddrNotAvailable) {
-    return "address not available";
-  }
-  if (error instanceof Deno.errors.TimedOut) return "timed out";
-  const message = error instanceof Error ? error.message : String(error);
-  // Deno's messages may span lines ("... (os error 111)\n..."): keep one.
-  return message.split("\n")[0].trim() || "failed";
-}
-
 /** How to allow it, for people at the CLI (the library's option is `allowPublic`). */
 const PLAINTEXT_HINT =
   "run the peer with AWP_ALLOW_PLAINTEXT=1 in its environment, e.g. awp down; AWP_ALLOW_PLAINTEXT=1 awp up";
@@ -183,25 +158,20 @@ const PLAINTEXT_HINT =
 const publicRefusal =
   `plaintext TCP to a public address refused: ${PLAINTEXT_HINT}`;
 
-interface Pending {
-  bytes: Uint8Array;
-  resolve(): void;
-  reject(error: Error): void;
-}
-
 /** A {@link Transport} over a Deno.Conn (TCP or Unix). */
 class ConnTransport implements Transport {
   readonly localAddr: string;
   readonly remoteAddr: string;
   #conn: Deno.Conn;
-  #queue: Pending[] = [];
-  #writing = false;
-  #closed = false;
+  #writer: BatchedWriter;
   #started = false;
-  #idle: Array<() => void> = [];
 
   constructor(conn: Deno.Conn) {
     this.#conn = conn;
+    this.#writer = new BatchedWriter(conn, {
+      reason: reasonOf,
+      onFail: () => this.#closeSocket(),
+    });
     this.localAddr = addrText(conn.localAddr);
     this.remoteAddr = addrText(conn.remoteAddr);
     if (conn.localAddr.transport === "tcp") {
@@ -213,7 +183,7 @@ class ConnTransport implements Transport {
   }
 
   get closed(): boolean {
-    return this.#closed;
+    return this.#writer.closed;
   }
 
   start(handlers: {
@@ -234,7 +204,7 @@ class ConnTransport implements Transport {
     let buffer = new Uint8Array(IDLE_READ_BYTES);
     let error: Error | undefined;
     try {
-      while (!this.#closed) {
+      while (!this.#writer.closed) {
         const n = await this.#conn.read(buffer);
         if (n === null) break;
         // A copy: the handler may keep it while we read into the buffer again.
@@ -248,8 +218,8 @@ class ConnTransport implements Transport {
       }
     } catch (e) {
       // Reads interrupted by our own close() are a normal end.
-      if (!this.#closed) {
-        error = e instanceof Error ? e : new Error(String(e));
+      if (!this.#writer.closed) {
+        error = e instanceof Error ? e : new Error(errorText(e));
       }
     }
     try {
@@ -258,80 +228,21 @@ class ConnTransport implements Transport {
   }
 
   write(frame: Uint8Array): Promise<void> {
-    if (this.#closed) {
-      return Promise.reject(new Error("transport closed"));
-    }
-    return new Promise<void>((resolve, reject) => {
-      this.#queue.push({ bytes: frame, resolve, reject });
-      if (!this.#writing) void this.#writeLoop();
-    });
-  }
-
-  async #writeLoop(): Promise<void> {
-    this.#writing = true;
-    try {
-      while (this.#queue.length > 0 && !this.#closed) {
-        // Take what is queued, up to BATCH_BYTES (at least one frame).
-        let size = 0;
-        let count = 0;
-        while (
-          count < this.#queue.length &&
-          (count === 0 || size + this.#queue[count].bytes.length <= BATCH_BYTES)
-        ) {
-          size += this.#queue[count].bytes.length;
-          count++;
-        }
-        const batch = this.#queue.slice(0, count);
-        let bytes: Uint8Array;
-        if (count === 1) bytes = batch[0].bytes;
-        else {
-          bytes = new Uint8Array(size);
-          let at = 0;
-          for (const p of batch) {
-            bytes.set(p.bytes, at);
-            at += p.bytes.length;
-          }
-        }
-        try {
-          let at = 0;
-          while (at < bytes.length) {
-            at += await this.#conn.write(bytes.subarray(at));
-          }
-        } catch (e) {
-          if (this.#closed) break; // close() already rejected the queue
-          const error = new Error(`write failed: ${reasonOf(e)}`);
-          this.#fail(error);
-          break;
-        }
-        this.#queue.splice(0, count);
-        for (const p of batch) p.resolve();
-      }
-    } finally {
-      this.#writing = false;
-      if (this.#queue.length === 0) {
-        for (const wake of this.#idle.splice(0)) wake();
-      }
-    }
+    return this.#writer.write(frame);
   }
 
   flush(): Promise<void> {
-    if (!this.#writing && this.#queue.length === 0) return Promise.resolve();
-    return new Promise((resolve) => this.#idle.push(resolve));
-  }
-
-  #fail(error: Error): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    const dropped = this.#queue.splice(0);
-    for (const p of dropped) p.reject(error);
-    for (const wake of this.#idle.splice(0)) wake();
-    try {
-      this.#conn.close();
-    } catch { /* already closed */ }
+    return this.#writer.flush();
   }
 
   close(): void {
-    this.#fail(new Error("transport closed"));
+    if (this.#writer.fail(new Error("transport closed"))) this.#closeSocket();
+  }
+
+  #closeSocket(): void {
+    try {
+      this.#conn.close();
+    } catch { /* already closed */ }
   }
 }
 
@@ -396,10 +307,6 @@ export async function dial(
   return new ConnTransport(conn);
 }
 
-function isIpLiteral(host: string): boolean {
-  return host.includes(":") || /^[0-9.]+$/.test(host);
-}
-
 /**
  * Listens on `address` and hands each accepted connection to
  * `onTransport` (not started: the owner calls `start`). `tcp:HOST:0` picks a
@@ -449,39 +356,21 @@ export async function listen(
     }
   }
   const addr = addrText(inner.addr);
-  let closed = false;
   const gate = new ConnectionGate(options.limits, softFdLimit());
-  const done = acceptEach(inner, () => closed, (conn) => {
-    const remote = conn.remoteAddr;
-    if (
-      !allowPublic && remote.transport === "tcp" &&
-      !isPrivateHost(remote.hostname)
-    ) {
-      conn.close();
-      return;
-    }
-    const ticket = gate.admit(addrText(remote));
-    if (ticket === undefined) {
-      conn.close(); // over a bound: the descriptor comes back at once
-      return;
-    }
+  const loop = acceptLoop(inner, (conn) => {
+    const ticket = gate.admitSocket(conn, allowPublic);
+    if (ticket === undefined) return;
     onTransport(gate.wrap(new ConnTransport(conn), ticket));
+  }, () => {
+    if (a.kind !== "unix") return;
+    try {
+      Deno.removeSync(a.path);
+    } catch { /* gone already */ }
   });
   return {
     addr: a.kind === "unix" ? `unix:${a.path}` : addr,
-    done,
-    close(): void {
-      if (closed) return;
-      closed = true;
-      try {
-        inner.close();
-      } catch { /* already closed */ }
-      if (a.kind === "unix") {
-        try {
-          Deno.removeSync(a.path);
-        } catch { /* gone already */ }
-      }
-    },
+    done: loop.done,
+    close: loop.close,
   };
 }
 

@@ -27,13 +27,14 @@
  * @module
  */
 
-import { acceptEach } from "./accept_loop.ts";
+import { acceptLoop } from "./accept_loop.ts";
 import {
   type Address,
   formatAddress,
   isPrivateHost,
   type WebSocketAddress,
 } from "../wire/address.ts";
+import { errorText } from "../wire/error_text.ts";
 import { MAX_LINE_BYTES } from "../wire/frame.ts";
 import {
   acceptKey,
@@ -50,6 +51,12 @@ import {
 } from "./websocket_frames.ts";
 import { ConnectionGate, type ConnectionLimits } from "./connection_gate.ts";
 import { softFdLimit } from "./fd_limit.ts";
+import { BatchedWriter } from "./batched_writer.ts";
+import {
+  isIpLiteral,
+  socketAddressText as addrText,
+  socketErrorReason,
+} from "./socket_text.ts";
 // A cycle with transport.ts (which dispatches ws: here): safe, as neither
 // module uses the other while it is being evaluated.
 import {
@@ -85,8 +92,6 @@ export interface WebSocketListenOptions {
 
 const READ_BYTES = 64 * 1024;
 const IDLE_READ_BYTES = 1024;
-/** Writes are batched up to this size, as on TCP. */
-const BATCH_BYTES = 256 * 1024;
 const DIAL_TIMEOUT_MS = 30_000;
 /** How long an accepted connection may take to send its upgrade request. */
 const UPGRADE_TIMEOUT_MS = 10_000;
@@ -94,21 +99,6 @@ const UPGRADE_TIMEOUT_MS = 10_000;
 const CLOSE_MS = 1_000;
 const NEWLINE = 0x0a;
 const NORMAL_CLOSE = new Uint8Array([0x03, 0xe8]); // 1000
-
-interface Pending {
-  bytes: Uint8Array;
-  /** Already a frame (pong, close), not lines to frame. */
-  raw: boolean;
-  resolve(): void;
-  reject(error: Error): void;
-}
-
-function addrText(a: Deno.Addr): string {
-  if (a.transport === "tcp") {
-    return formatAddress({ kind: "tcp", host: a.hostname, port: a.port });
-  }
-  return String(a.transport);
-}
 
 /** A {@link Transport} over one WebSocket on a Deno socket (either side). */
 export class WebSocketTransport implements Transport {
@@ -118,14 +108,11 @@ export class WebSocketTransport implements Transport {
   #masked: boolean;
   #decoder: FrameDecoder;
   #leftover: Uint8Array;
-  #queue: Pending[] = [];
+  #writer: BatchedWriter;
   #partial: Uint8Array[] = [];
   #partialBytes = 0;
-  #writing = false;
-  #closed = false;
   #started = false;
   #closeSent = false;
-  #idle: Array<() => void> = [];
 
   /**
    * Wraps `conn` after the opening handshake; `leftover` holds bytes that
@@ -141,6 +128,10 @@ export class WebSocketTransport implements Transport {
     this.#masked = side === "client";
     this.#decoder = new FrameDecoder(side);
     this.#leftover = leftover;
+    this.#writer = new BatchedWriter(conn, {
+      encode: (lines) => this.#frameLines(lines),
+      onFail: () => this.#closeSocket(),
+    });
     this.localAddr = addrs.local;
     this.remoteAddr = addrs.remote;
     if (conn.remoteAddr.transport === "tcp") {
@@ -151,7 +142,7 @@ export class WebSocketTransport implements Transport {
   }
 
   get closed(): boolean {
-    return this.#closed;
+    return this.#writer.closed;
   }
 
   start(handlers: TransportHandlers): void {
@@ -170,7 +161,7 @@ export class WebSocketTransport implements Transport {
       // Reads start small (an idle connection holds 1 KiB) and take 64 KiB
       // at a time from a read that filled its room until a small one.
       let want = IDLE_READ_BYTES;
-      while (go && !this.#closed) {
+      while (go && !this.#writer.closed) {
         const room = this.#decoder.space(want);
         const n = await this.#conn.read(room);
         if (n === null) break;
@@ -180,10 +171,10 @@ export class WebSocketTransport implements Transport {
         go = await this.#handle(handlers, events);
       }
     } catch (e) {
-      const thrown = e instanceof Error ? e : new Error(String(e));
+      const thrown = e instanceof Error ? e : new Error(errorText(e));
       // Reads interrupted by our own close() are a normal end; our own
       // protocol verdicts ("WebSocket ...") are not.
-      if (!this.#closed || thrown.message.startsWith("WebSocket")) {
+      if (!this.#writer.closed || thrown.message.startsWith("WebSocket")) {
         error = thrown;
       }
     }
@@ -247,59 +238,12 @@ export class WebSocketTransport implements Transport {
   }
 
   #sendRaw(frame: Uint8Array): Promise<void> {
-    if (this.#closed) return Promise.reject(new Error("transport closed"));
-    return new Promise<void>((resolve, reject) => {
-      this.#queue.push({ bytes: frame, raw: true, resolve, reject });
-      if (!this.#writing) void this.#writeLoop();
-    });
+    return this.#writer.write(frame, true);
   }
 
   write(frame: Uint8Array): Promise<void> {
-    if (this.#closed || this.#closeSent) {
-      return Promise.reject(new Error("transport closed"));
-    }
-    return new Promise<void>((resolve, reject) => {
-      this.#queue.push({ bytes: frame, raw: false, resolve, reject });
-      if (!this.#writing) void this.#writeLoop();
-    });
-  }
-
-  async #writeLoop(): Promise<void> {
-    this.#writing = true;
-    try {
-      while (this.#queue.length > 0 && !this.#closed) {
-        // Frame what is queued, up to BATCH_BYTES (at least one item).
-        const parts: Uint8Array[] = [];
-        let size = 0;
-        let count = 0;
-        while (
-          count < this.#queue.length && (count === 0 || size < BATCH_BYTES)
-        ) {
-          const p = this.#queue[count];
-          const framed = p.raw ? p.bytes : this.#frameLines(p.bytes);
-          parts.push(framed);
-          size += framed.length;
-          count++;
-        }
-        await writeAll(
-          this.#conn,
-          parts.length === 1 ? parts[0] : concat(parts),
-        );
-        const done = this.#queue.splice(0, count);
-        for (const p of done) p.resolve();
-      }
-    } catch (e) {
-      if (!this.#closed) {
-        this.#fail(
-          new Error(`write failed: ${e instanceof Error ? e.message : e}`),
-        );
-      }
-    } finally {
-      this.#writing = false;
-      if (this.#queue.length === 0) {
-        for (const wake of this.#idle.splice(0)) wake();
-      }
-    }
+    if (this.#closeSent) return Promise.reject(new Error("transport closed"));
+    return this.#writer.write(frame);
   }
 
   /** Each complete line of `bytes` as one text frame; a tail waits. */
@@ -339,23 +283,22 @@ export class WebSocketTransport implements Transport {
   }
 
   flush(): Promise<void> {
-    if (!this.#writing && this.#queue.length === 0) return Promise.resolve();
-    return new Promise((resolve) => this.#idle.push(resolve));
+    return this.#writer.flush();
   }
 
   #fail(error: Error): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    for (const p of this.#queue.splice(0)) p.reject(error);
-    for (const wake of this.#idle.splice(0)) wake();
+    if (this.#writer.fail(error)) this.#closeSocket();
+  }
+
+  #closeSocket(): void {
     try {
       this.#conn.close();
     } catch { /* already closed */ }
   }
 
   close(): void {
-    if (this.#closed) return;
-    if (this.#closeSent || this.#writing) {
+    if (this.#writer.closed) return;
+    if (this.#closeSent || this.#writer.writing) {
       // A frame is half written, or close already said: just close.
       this.#fail(new Error("transport closed"));
       return;
@@ -363,8 +306,7 @@ export class WebSocketTransport implements Transport {
     // A polite close frame, best effort and bounded, then the socket.
     this.#closeSent = true;
     const frame = encodeFrame(OP.close, NORMAL_CLOSE, this.#masked);
-    this.#closed = true;
-    for (const wake of this.#idle.splice(0)) wake();
+    this.#writer.fail(new Error("transport closed")); // nothing is queued
     const conn = this.#conn;
     let timer: ReturnType<typeof setTimeout> | undefined;
     void Promise.race([
@@ -399,18 +341,9 @@ function joinLines(lines: Uint8Array[]): Uint8Array {
   return out;
 }
 
-function isIpLiteral(host: string): boolean {
-  return host.includes(":") || /^[0-9.]+$/.test(host);
-}
-
+/** A socket error in one line; a TLS failure says so. */
 function reasonText(e: unknown): string {
-  if (e instanceof Deno.errors.ConnectionRefused) return "connection refused";
-  if (e instanceof Deno.errors.AddrInUse) return "address already in use";
-  if (e instanceof Deno.errors.AddrNotAvailable) return "address not available";
-  if (e instanceof Deno.errors.PermissionDenied) return "permission denied";
-  if (e instanceof Deno.errors.TimedOut) return "timed out";
-  const message = e instanceof Error ? e.message : String(e);
-  const line = message.split("\n")[0].trim() || "failed";
+  const line = socketErrorReason(e);
   return /certificate|tls|handshake/i.test(line) ? `TLS: ${line}` : line;
 }
 
@@ -625,36 +558,17 @@ export function listenWebSocket(
     port: (inner.addr as Deno.NetAddr).port,
   } as Address);
   const path = a.path.split("?")[0];
-  let closed = false;
   // The same bounds as TCP; the HTTP upgrade counts as handshake time.
   const gate = new ConnectionGate(options.limits, softFdLimit());
-  const done = acceptEach(inner, () => closed, (conn) => {
-    const remote = conn.remoteAddr as Deno.NetAddr;
-    if (!a.secure && !options.allowPublic && !isPrivateHost(remote.hostname)) {
-      conn.close();
-      return;
-    }
-    const ticket = gate.admit(addrText(remote));
-    if (ticket === undefined) {
-      conn.close(); // over a bound: the descriptor comes back at once
-      return;
-    }
+  const loop = acceptLoop(inner, (conn) => {
+    const ticket = gate.admitSocket(conn, a.secure || options.allowPublic);
+    if (ticket === undefined) return;
     void upgrade(conn, path, addr, (t) => onTransport(gate.wrap(t, ticket)))
       .then((upgraded) => {
         if (!upgraded) ticket.release();
       });
   });
-  return {
-    addr,
-    done,
-    close(): void {
-      if (closed) return;
-      closed = true;
-      try {
-        inner.close();
-      } catch { /* already closed */ }
-    },
-  };
+  return { addr, done: loop.done, close: loop.close };
 }
 
 /**

@@ -1,0 +1,180 @@
+/**
+ * The write side shared by every transport (TCP, Unix, WebSocket): one
+ * queue per socket whose items, queued while a write is in flight, go out
+ * together as one larger write. Each item's promise resolves only once the
+ * kernel took its bytes, so a slow reader pushes back on writers that await
+ * (the connection actor bounds what it queues on top of that: README
+ * "Limits", unsent bytes per connection).
+ *
+ * @module
+ */
+
+import { errorText } from "../wire/error_text.ts";
+import { concat } from "./websocket_frames.ts";
+
+/** Where a {@link BatchedWriter} writes: a socket (`Deno.Conn`). */
+export interface ByteSink {
+  /** Writes some of `bytes`; resolves with how many were taken. */
+  write(bytes: Uint8Array): Promise<number>;
+}
+
+/** Options of {@link BatchedWriter}. */
+export interface BatchedWriterOptions {
+  /**
+   * Turns a queued item into the bytes to write, once, when its batch is
+   * cut (the WebSocket binding frames lines here); a throw fails the
+   * writer. Items queued as `raw` are written as they are. Default: as is.
+   */
+  encode?(bytes: Uint8Array): Uint8Array;
+  /** One line for a failed socket write (default {@link errorText}). */
+  reason?(error: unknown): string;
+  /**
+   * The writer failed (a socket write or `encode` threw): every queued
+   * item is already rejected with `error`. The owner closes its socket.
+   */
+  onFail(error: Error): void;
+}
+
+/** Batches are cut at this size so one slow write never copies unboundedly. */
+export const BATCH_BYTES = 256 * 1024;
+
+interface Pending {
+  bytes: Uint8Array;
+  /** Written as is, not through `encode`. */
+  raw: boolean;
+  resolve(): void;
+  reject(error: Error): void;
+}
+
+/**
+ * A write queue over one socket, batching what waits while a write is in
+ * flight (up to {@link BATCH_BYTES} a write, at least one item).
+ *
+ * @example
+ * ```ts
+ * import { BatchedWriter } from "./batched_writer.ts";
+ * const written: number[] = [];
+ * const sink = {
+ *   write(bytes: Uint8Array) {
+ *     written.push(bytes.length);
+ *     return Promise.resolve(bytes.length);
+ *   },
+ * };
+ * const writer = new BatchedWriter(sink, { onFail() {} });
+ * const a = writer.write(new Uint8Array(3)); // written at once
+ * const b = writer.write(new Uint8Array(4)); // queued behind it...
+ * const c = writer.write(new Uint8Array(5)); // ...and batched with this
+ * await Promise.all([a, b, c, writer.flush()]);
+ * console.assert(written.join() === "3,9");
+ * ```
+ */
+export class BatchedWriter {
+  readonly #sink: ByteSink;
+  readonly #options: BatchedWriterOptions;
+  #queue: Pending[] = [];
+  #writing = false;
+  #closed = false;
+  /** Waiting flushes (made on the first: most connections never flush). */
+  #idle: Array<() => void> | undefined;
+
+  constructor(sink: ByteSink, options: BatchedWriterOptions) {
+    this.#sink = sink;
+    this.#options = options;
+  }
+
+  /** True once {@link BatchedWriter.fail} ran (by the owner or a failed write). */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** A batch is being written (and so a frame may be half out). */
+  get writing(): boolean {
+    return this.#writing;
+  }
+
+  /**
+   * Queues `bytes`; resolves once written, rejects when the writer fails
+   * first. `raw` skips `encode` (a WebSocket control frame).
+   */
+  write(bytes: Uint8Array, raw = false): Promise<void> {
+    if (this.#closed) return Promise.reject(new Error("transport closed"));
+    return new Promise<void>((resolve, reject) => {
+      this.#queue.push({ bytes, raw, resolve, reject });
+      if (!this.#writing) void this.#writeLoop();
+    });
+  }
+
+  /** Resolves when every queued item is written (or dropped by a failure). */
+  flush(): Promise<void> {
+    if (!this.#writing && this.#queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => (this.#idle ??= []).push(resolve));
+  }
+
+  /**
+   * Stops the writer (idempotent): queued items are rejected with `error`,
+   * flushes resolve. False when it had already stopped.
+   */
+  fail(error: Error): boolean {
+    if (this.#closed) return false;
+    this.#closed = true;
+    for (const p of this.#queue.splice(0)) p.reject(error);
+    this.#wakeIdle();
+    return true;
+  }
+
+  async #writeLoop(): Promise<void> {
+    this.#writing = true;
+    try {
+      while (this.#queue.length > 0 && !this.#closed) {
+        const count = this.#cut();
+        const parts: Uint8Array[] = [];
+        for (let i = 0; i < count; i++) {
+          const p = this.#queue[i];
+          const bytes = p.raw || !this.#options.encode
+            ? p.bytes
+            : this.#options.encode(p.bytes);
+          parts.push(bytes);
+        }
+        const bytes = parts.length === 1 ? parts[0] : concat(parts);
+        let at = 0;
+        while (at < bytes.length) {
+          at += await this.#sink.write(bytes.subarray(at));
+        }
+        for (const p of this.#queue.splice(0, count)) p.resolve();
+      }
+    } catch (e) {
+      // After fail() the queue is already rejected and the socket closed.
+      if (!this.#closed) {
+        const error = new Error(
+          `write failed: ${(this.#options.reason ?? errorText)(e)}`,
+        );
+        this.fail(error);
+        this.#options.onFail(error);
+      }
+    } finally {
+      this.#writing = false;
+      if (this.#queue.length === 0) this.#wakeIdle();
+    }
+  }
+
+  /** How many queued items the next batch takes (at least one). */
+  #cut(): number {
+    let size = 0;
+    let count = 0;
+    while (
+      count < this.#queue.length &&
+      (count === 0 || size + this.#queue[count].bytes.length <= BATCH_BYTES)
+    ) {
+      size += this.#queue[count].bytes.length;
+      count++;
+    }
+    return count;
+  }
+
+  #wakeIdle(): void {
+    const idle = this.#idle;
+    if (idle === undefined) return;
+    this.#idle = undefined;
+    for (const wake of idle) wake();
+  }
+}

@@ -1,0 +1,65 @@
+import assert from "node:assert/strict";
+import { TimerWheel, WHEEL_MIN_MS } from "../../net/timer_wheel.ts";
+
+Deno.test("wheel timers fire in deadline order, never early; cleared ones never", async () => {
+  const wheel = new TimerWheel();
+  const start = performance.now();
+  const fired: Array<{ name: string; at: number }> = [];
+  const note = (name: string) => () =>
+    fired.push({ name, at: performance.now() - start });
+  const all = new Promise<void>((done) => {
+    wheel.setTimeout(note("b"), WHEEL_MIN_MS + 300);
+    wheel.setTimeout(note("a"), WHEEL_MIN_MS);
+    const gone = wheel.setTimeout(note("cleared"), WHEEL_MIN_MS + 100);
+    wheel.clearTimeout(gone);
+    wheel.clearTimeout(gone); // twice: ignored
+    wheel.setTimeout(() => done(), WHEEL_MIN_MS + 400);
+  });
+  assert.equal(wheel.size, 3);
+  await all;
+  assert.deepEqual(fired.map((f) => f.name), ["a", "b"]);
+  assert.ok(fired[0].at >= WHEEL_MIN_MS, `a fired early: ${fired[0].at}`);
+  assert.ok(fired[1].at >= WHEEL_MIN_MS + 300, `b fired early: ${fired[1].at}`);
+  assert.equal(wheel.size, 0);
+});
+
+Deno.test("clearing the last wheel timer leaves no real timer behind (the test sanitizer checks)", () => {
+  const wheel = new TimerWheel();
+  const handles = Array.from(
+    { length: 1000 },
+    (_, i) => wheel.setTimeout(() => assert.fail("fired"), 30_000 + i),
+  );
+  assert.equal(wheel.size, 1000);
+  for (const h of handles) wheel.clearTimeout(h);
+  assert.equal(wheel.size, 0);
+});
+
+Deno.test("a deadline re-armed many times in one tick keeps one bucket and fires once", async () => {
+  const wheel = new TimerWheel();
+  let fired = 0;
+  let handle = wheel.setTimeout(() => fired++, WHEEL_MIN_MS);
+  for (let i = 0; i < 10_000; i++) {
+    wheel.clearTimeout(handle);
+    handle = wheel.setTimeout(() => fired++, WHEEL_MIN_MS);
+  }
+  assert.equal(wheel.size, 1);
+  await new Promise<void>((done) =>
+    wheel.setTimeout(() => done(), WHEEL_MIN_MS + 200)
+  );
+  assert.equal(fired, 1);
+});
+
+Deno.test("short delays use a real timer of their own, and clear like one", async () => {
+  const wheel = new TimerWheel();
+  let fired = false;
+  const cleared = wheel.setTimeout(() => assert.fail("fired"), 20);
+  wheel.clearTimeout(cleared);
+  await new Promise<void>((done) =>
+    wheel.setTimeout(() => {
+      fired = true;
+      done();
+    }, 30)
+  );
+  assert.equal(fired, true);
+  assert.equal(wheel.size, 0);
+});
