@@ -9,8 +9,10 @@
  *   {@linkcode BlobSink} results.
  *
  * Both keep progress (bytes done, total, rate in bytes/s) in the context
- * and emit it as a `progress` event on every change, for a CLI progress bar
- * or the inspector. Side effects are named no-op actions the caller
+ * and emit it as a `progress` event, for a CLI progress bar or the
+ * inspector: on every state change, for chunks sent at most every
+ * {@linkcode PROGRESS_EVERY_MS}, for chunks received once per synced batch
+ * (the caller sends the batch's last chunk). Side effects are named no-op actions the caller
  * supplies with `.provide()`: `stopSending` (skip the ref's remaining
  * chunks), `releaseSpool` (drop the spooled copy) and `discardPartial`.
  *
@@ -84,6 +86,8 @@ export interface BlobProgressContext {
   runStart?: number;
   /** `bytes` when the current run started. */
   runBytes: number;
+  /** When a chunk's progress was last reported (ms). */
+  reportedAt?: number;
   /** Why the transfer was refused or failed. */
   detail?: string;
 }
@@ -128,6 +132,27 @@ function progress(
 }
 
 const noop = () => {};
+
+/**
+ * Progress of chunks is reported at most this often (ms); state changes
+ * (queued, awaiting the ack, done...) always are.
+ */
+export const PROGRESS_EVERY_MS = 100;
+
+/** When a chunk event happened (its `at`, else now). */
+function chunkTime(event: { at?: number }): number {
+  return event.at ?? Date.now();
+}
+
+/** Whether a chunk at `event.at` is due a progress report. */
+function progressDue(
+  context: BlobProgressContext,
+  event: { at?: number },
+): boolean {
+  const last = context.reportedAt;
+  const at = chunkTime(event);
+  return last === undefined || at < last || at - last >= PROGRESS_EVERY_MS;
+}
 
 // ---------------------------------------------------------------- outgoing
 
@@ -208,7 +233,8 @@ export type OutgoingBlobAction =
   | { type: "completeBytes"; params: unknown }
   | { type: "reportStatus"; params: { status: BlobTransferStatus } }
   | { type: "stopSending"; params: unknown }
-  | { type: "releaseSpool"; params: unknown };
+  | { type: "releaseSpool"; params: unknown }
+  | { type: "markReported"; params: unknown };
 
 /**
  * The type of {@linkcode outgoingBlobMachine}, spelled out so the published
@@ -220,7 +246,10 @@ export type OutgoingBlobMachine = StateMachine<
   Record<string, never>,
   never,
   OutgoingBlobAction,
-  { type: "isLast"; params: unknown },
+  { type: "isLast"; params: unknown } | {
+    type: "progressDue";
+    params: unknown;
+  },
   never,
   "queued" | "sending" | "awaitingAck" | "done" | "refused" | "failed",
   string,
@@ -256,6 +285,8 @@ export const outgoingBlobMachine: OutgoingBlobMachine = setup({
   },
   guards: {
     isLast: ({ event }) => event.type === "CHUNK_SENT" && event.last,
+    progressDue: ({ context, event }) =>
+      event.type === "CHUNK_SENT" && progressDue(context, event),
   },
   actions: {
     countChunk: assign(({ context, event }) => {
@@ -272,6 +303,9 @@ export const outgoingBlobMachine: OutgoingBlobMachine = setup({
       return {};
     }),
     completeBytes: assign(({ context }) => ({ bytes: context.total })),
+    markReported: assign(({ event }) => ({
+      reportedAt: chunkTime(event as { at?: number }),
+    })),
     reportStatus: emit(({ context }, params: { status: BlobTransferStatus }) =>
       progress(context, "out", params.status)
     ),
@@ -314,11 +348,13 @@ export const outgoingBlobMachine: OutgoingBlobMachine = setup({
         CHUNK_SENT: [
           { guard: "isLast", target: "awaitingAck", actions: "countChunk" },
           {
-            actions: ["countChunk", {
+            guard: "progressDue",
+            actions: ["countChunk", "markReported", {
               type: "reportStatus",
               params: { status: "sending" },
             }],
           },
+          { actions: "countChunk" },
         ],
         ACKED: "done",
         DISCONNECTED: { target: "queued", actions: "endRun" },
@@ -555,6 +591,7 @@ export const incomingBlobMachine: IncomingBlobMachine = setup({
   states: {
     receiving: {
       on: {
+        // One per synced batch of chunks (the receiver's own pace).
         CHUNK: {
           actions: ["countChunk", {
             type: "reportStatus",

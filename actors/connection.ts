@@ -14,7 +14,6 @@
  *   (NOTES: mirror and private are "reliable like a msg"); chunk and
  *   introduce are committed (seen, dedup) but never acked (SPEC 9.2, NOTES 1).
  * - 9.4: ping/pong, liveness in the chart. 9.6: bye. 9.7: err close rules.
- *
  * Validation: every received line is checked once (`readFrame`). A core type
  * that fails its schema gets `err bad_frame` and close, as the Go reference
  * does for a line it cannot decode (but a malformed hello `v` is `err
@@ -47,6 +46,7 @@ import {
   OutboxWriter,
   type OutboxWriterHost,
   type WireLine,
+  WRITE_AHEAD_BYTES,
 } from "./outbox_writer.ts";
 import {
   ACKED,
@@ -87,13 +87,7 @@ const UNSENT_STALL_MS = 1_000;
 /** Each queued line counts at least this much against the unsent bound. */
 const MIN_LINE_COST = 1024;
 
-/**
- * Bytes queued on the socket and not yet written before outbox lines wait:
- * a sliding window, so the socket's own pace sets the sender's (a replay of
- * a big blob never reads and queues every chunk at once).
- */
-const WRITE_AHEAD_BYTES = 2 * 1024 * 1024;
-
+type Logged = { raw: string; line: WireLine };
 export type { ConnectionTimeouts } from "./connection_machine.ts";
 export type { RemoteHello };
 
@@ -127,10 +121,7 @@ export interface ConnectionOptions extends
   dialed: boolean;
   /** After both auths verify, before resume is processed. */
   onAuthenticated?(conn: Connection): void | Promise<void>;
-  /**
-   * New (non-duplicate) content lines, committed and acked, each with the
-   * log `seq` the store gave it.
-   */
+  /** New (non-duplicate) content lines, committed and acked, with `seq`. */
   onDeliver?(conn: Connection, lines: ReceivedLine[]): void;
   /**
    * Known non-content lines after auth that the connection does not consume
@@ -276,6 +267,9 @@ export class Connection {
     stage(frame: Frame) {
       this.#c.#committer.stage(frame);
     }
+    takeChunk(frame: Frame) {
+      return this.#c.#o.onChunk?.(this.#c.#peer!.key, this.#c, frame);
+    }
     takeAck(frame: Frame) {
       this.#c.#takeAck(frame);
     }
@@ -338,6 +332,9 @@ export class Connection {
     }
     stopped() {
       return this.#c.#done || this.#c.#byeSent;
+    }
+    writeFrame(f: Parameters<OutboxWriterHost["writeFrame"]>[0]) {
+      this.#c.#queue(f.bytes, f, f.release);
     }
     writeLine(line: WireLine) {
       this.#c.#send(line);
@@ -485,12 +482,13 @@ export class Connection {
       );
       return 0;
     }
-    this.#o.onLine?.(
-      this.remote?.key,
-      "out",
-      decoder.decode(frame.subarray(0, frame.length - 1)),
-      message,
-    );
+    const raw = decoder.decode(frame.subarray(0, frame.length - 1));
+    return this.#queue(frame, { raw, line: message });
+  }
+
+  /** Queues an encoded line; `written` runs once the socket is done with it. */
+  #queue(frame: Uint8Array, out: Logged, written?: () => void): number {
+    this.#o.onLine?.(this.remote?.key, "out", out.raw, out.line);
     const size = frame.length;
     // A queued line costs about 1 KiB of bookkeeping whatever its size, so
     // small ones count as that much, against the window and the bound.
@@ -499,6 +497,7 @@ export class Connection {
     this.#t.write(frame).catch((error) => {
       this.#event({ type: "END", reason: `write failed: ${errorText(error)}` });
     }).finally(() => {
+      written?.();
       this.#lastWritten = performance.now();
       this.#unwrittenBytes -= held;
       for (const wake of this.#writeWaiters.splice(0)) wake();
@@ -653,6 +652,7 @@ export class Connection {
     ]);
     clearTimeout(timer);
     this.#t.close();
+    this.#outbox.close();
     if (!this.#opened) this.#establishedD.reject(new Error(reason));
     this.#closedD.resolve(reason);
     this.#o.onClosed?.(this, reason);
@@ -718,9 +718,7 @@ export class Connection {
       }
       void this.#committer.commit();
       // Reading goes on while commits run, up to a bound.
-      while (!this.#committer.hasRoom && !this.#done) {
-        await this.#committer.waitForCommit();
-      }
+      await this.#committer.roomToRead(() => this.#done);
     } catch (error) {
       this.#fail("internal", `storage failed: ${errorText(error)}`);
     }

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { chunkMessage } from "../storage/spool.ts";
+import { type ChunkFrame, ChunkFramer } from "../storage/chunk_frame.ts";
 import type { OutboxEntry } from "../storage/store.ts";
 import { errorText } from "../wire/error_text.ts";
 
@@ -22,11 +22,21 @@ export interface OutboxWriterHost {
   stopped(): boolean;
   /** Writes one line to the socket. */
   writeLine(line: WireLine): void;
+  /** Writes a chunk's line (its buffer goes back once written). */
+  writeFrame(frame: ChunkFrame): void;
   /** `entry` was just written. */
   sent(entry: OutboxEntry): void;
   /** A local note for the line log (an entry that could not be sent). */
   note(text: string): void;
 }
+
+/**
+ * Bytes queued on the socket and not yet written before outbox lines wait:
+ * a sliding window, so the socket's own pace sets the sender's (a replay of
+ * a big blob never reads and queues every chunk at once). Small: a small
+ * line of another thread waits behind at most this much of our own.
+ */
+export const WRITE_AHEAD_BYTES = 512 * 1024;
 
 /** How many written entry ids a connection remembers (see #written). */
 const WRITTEN_IDS_KEPT = 4096;
@@ -65,6 +75,14 @@ export class OutboxWriter {
    * older lines of its thread not written yet.
    */
   #listing = false;
+
+  /** Builds chunk lines in reused buffers (created on first use). */
+  #frames: ChunkFramer | undefined;
+
+  /** The connection is closed: the open spooled file and buffers go. */
+  close(): void {
+    this.#frames?.close();
+  }
 
   /** A writer for the connection `host`. */
   constructor(host: OutboxWriterHost) {
@@ -157,17 +175,23 @@ export class OutboxWriter {
         await this.#host.writeRoom();
         if (this.#host.stopped()) return;
         if (this.#written.has(entry.id)) continue;
-        let line: WireLine;
         if (entry.chunk) {
+          let frame: ChunkFrame;
           try {
-            line = await chunkMessage(entry);
+            frame = await (this.#frames ??= new ChunkFramer()).frame(entry);
           } catch (error) {
             // The spooled file is gone: nothing to send; the blob layer decides.
             this.#host.note(`chunk ${entry.id} not sent: ${errorText(error)}`);
             continue;
           }
-        } else line = lineOf(entry);
-        this.#writeLine(entry, line);
+          if (this.#written.has(entry.id) || this.#host.stopped()) {
+            frame.release();
+          } else {
+            this.#noteWritten(entry.id);
+            this.#host.writeFrame(frame);
+            this.#host.sent(entry);
+          }
+        } else this.#writeLine(entry, lineOf(entry));
       } finally {
         this.#release(entry);
       }
@@ -177,13 +201,17 @@ export class OutboxWriter {
   /** Writes an entry's line unless already written on this connection. */
   #writeLine(entry: OutboxEntry, line: WireLine): void {
     if (this.#written.has(entry.id)) return;
-    this.#written.add(entry.id);
+    this.#noteWritten(entry.id);
+    this.#host.writeLine(line);
+    this.#host.sent(entry);
+  }
+
+  #noteWritten(id: string): void {
+    this.#written.add(id);
     if (this.#written.size > WRITTEN_IDS_KEPT) {
       // Forgetting one costs at most a duplicate, which the remote acks.
       this.#written.delete(this.#written.values().next().value!);
     }
-    this.#host.writeLine(line);
-    this.#host.sent(entry);
   }
 }
 

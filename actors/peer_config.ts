@@ -114,6 +114,17 @@ export interface ConnectionHooks {
    * lines commit at once, without waiting for a chunk batch's sync.
    */
   needsBeforeCommit?(peer: string, message: Message): boolean;
+  /**
+   * A valid chunk line as it arrives, before its batch commits: its bytes
+   * may be written now (then dropped from `line.bytes`); `beforeCommit`
+   * still makes them durable. A returned promise holds reading until it
+   * settles (the lines read so far are handed to the commit first).
+   */
+  onChunk?(
+    peer: string,
+    conn: Connection,
+    line: ReceivedLine,
+  ): Promise<void> | void;
   /** An ack of ours arrived; called once the store has dropped the entry. */
   onAck?(peer: string, ack: { re: string; th?: string }): void;
   /** The peer said bye (with its reason, if any). */

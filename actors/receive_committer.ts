@@ -39,6 +39,11 @@ export interface CommitterHost {
   beforeCommit(
     lines: ReceivedLine[],
   ): Promise<ReceiveExtras | void> | undefined;
+  /**
+   * A chunk as it is staged: its bytes may go to their file now; a returned
+   * promise holds reading ({@link ReceiveCommitter.roomToRead}).
+   */
+  takeChunk(frame: Frame): Promise<void> | void;
   /** True when a line other than a chunk must pass `beforeCommit` too. */
   needsBeforeCommit(message: Message): boolean;
   /** `line` is committed: ack it (acked types only). */
@@ -83,6 +88,10 @@ export class ReceiveCommitter {
   #waiters: Array<() => void> = [];
   /** A commit failed: nothing later is committed or acked. */
   #failed = false;
+  /** A chunk's writes asked reading to wait for this. */
+  #hold: Promise<void> | undefined;
+  /** Threads of the lines in `beforeCommit` now (see #overtaking). */
+  #syncing = new Set<string>();
 
   /** Commits into `store` for the connection `host`. */
   constructor(store: Store, host: CommitterHost) {
@@ -100,9 +109,21 @@ export class ReceiveCommitter {
     return new Promise<void>((wake) => this.#waiters.push(wake));
   }
 
+  /**
+   * Resolves once reading may go on: a chunk's hold settled, and the bytes
+   * in flight are under the bound (or `stopped`).
+   */
+  async roomToRead(stopped: () => boolean): Promise<void> {
+    const hold = this.#hold;
+    this.#hold = undefined;
+    await hold;
+    while (!this.hasRoom && !stopped()) await this.waitForCommit();
+  }
+
   /** Adds a content line read in this turn (committed by {@link commit}). */
   stage(frame: Frame): void {
     const m = frame.message as Message & { th?: unknown };
+    if (m.t === "chunk") this.#hold = this.#host.takeChunk(frame) ?? this.#hold;
     this.#staged.push({
       id: m.id,
       t: m.t,
@@ -110,7 +131,8 @@ export class ReceiveCommitter {
       message: m as unknown as Record<string, unknown>,
       raw: frame.raw,
       received: frame,
-      size: frame.size,
+      // A chunk whose bytes went to their file (onChunk) holds only its line.
+      size: m.t === "chunk" && !frame.bytes ? frame.raw.length : frame.size,
     });
   }
 
@@ -128,10 +150,35 @@ export class ReceiveCommitter {
     const batch = this.#staged;
     if (batch.length > 0) {
       for (const line of batch) this.#uncommittedBytes += line.size;
+      const now = this.#overtaking(batch);
+      if (now.length > 0) this.#handOver(now);
       this.#uncommitted.push(...batch.splice(0));
       this.#startPump();
     }
     return this.#settled();
+  }
+
+  /**
+   * While the pump waits for `beforeCommit` (a chunk batch's sync), the
+   * lines of `batch` in other threads (a small msg beside a blob) go to the
+   * store at once instead of after that sync: taken out of `batch` and
+   * returned. Order within a thread is kept: a thread with lines syncing,
+   * queued, or lines in `batch` that need `beforeCommit` waits its turn.
+   */
+  #overtaking(batch: Pending[]): Pending[] {
+    if (this.#syncing.size === 0 || this.#failed) return [];
+    const waiting = new Set(this.#syncing);
+    for (const l of this.#uncommitted) waiting.add(l.th ?? "");
+    for (const l of batch) {
+      if (l.t === "chunk" || this.#host.needsBeforeCommit(l.received.message)) {
+        waiting.add(l.th ?? "");
+      }
+    }
+    const now = batch.filter((l) => !waiting.has(l.th ?? ""));
+    if (now.length === 0) return now;
+    const rest = batch.filter((l) => waiting.has(l.th ?? ""));
+    batch.splice(0, batch.length, ...rest);
+    return now;
   }
 
   #startPump(): void {
@@ -169,9 +216,10 @@ export class ReceiveCommitter {
       try {
         if (early.length > 0) this.#handOver(early);
         if (late.length > 0) {
-          const also = await this.#host.beforeCommit(
-            late.map((l) => l.received),
-          );
+          for (const l of late) this.#syncing.add(l.th ?? "");
+          const also = await Promise.resolve(
+            this.#host.beforeCommit(late.map((l) => l.received)),
+          ).finally(() => this.#syncing.clear());
           if (this.#failed) throw new Error("an earlier commit failed");
           this.#handOver(late, also ?? undefined);
         }

@@ -7,7 +7,7 @@
  * bench/results.json. `--quick` runs each workload once with small counts
  * (a smoke test) and leaves out the micro-benchmarks unless named in
  * `--only`. Workloads: throughput_tcp, throughput_unix, latency, blob,
- * blob_memory, blob_interleave, websocket, handshake, resume, reconnect, idle,
+ * blob_unix, blob_memory, blob_interleave, websocket, handshake, resume, reconnect, idle,
  * cli, inspect, micro.
  *
  * @example
@@ -31,6 +31,7 @@ import { latencyWorkload } from "./workloads/latency.ts";
 import {
   blobInterleaveWorkload,
   blobMemoryWorkload,
+  blobUnixWorkload,
   blobWorkload,
 } from "./workloads/blob.ts";
 import { handshakeWorkload } from "./workloads/handshake.ts";
@@ -50,6 +51,7 @@ export const WORKLOADS: readonly Workload[] = [
   throughputWorkload("unix"),
   latencyWorkload,
   blobWorkload,
+  blobUnixWorkload,
   blobMemoryWorkload,
   blobInterleaveWorkload,
   websocketWorkload,

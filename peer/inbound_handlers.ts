@@ -58,9 +58,10 @@ export class InboundHandlers {
   }
 
   /**
-   * Before received lines count as seen: each chunk's bytes are written and
-   * synced to its sink and the BlobRecord is persisted, so a crash can never
-   * leave a chunk seen (not replayed) but missing from the file.
+   * Before received lines count as seen: each chunk's bytes (written as it
+   * arrived, `PeerBlobs.arrive`) are synced to its sink and the BlobRecord is
+   * persisted, so a crash can never leave a chunk seen (not replayed) but
+   * missing from the file.
    */
   async beforeCommit(
     peer: string,
@@ -74,9 +75,7 @@ export class InboundHandlers {
     if (msgs.length > 0) {
       await this.#requests.journal(peer, msgs, conn.remote?.grants ?? []);
     }
-    const chunks = lines.flatMap(({ message, bytes }) =>
-      message.t === "chunk" ? [bytes ? { ...message, bytes } : message] : []
-    );
+    const chunks = lines.filter((l) => l.message.t === "chunk");
     if (chunks.length === 0) return;
     // The sinks' records commit with the chunks' seen markers.
     return { blobs: await this.#blobs.takeChunks(peer, conn, chunks) };

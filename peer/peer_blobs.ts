@@ -7,7 +7,7 @@
  */
 
 import { type Actor, createActor } from "npm:xstate@^5.33.3";
-import type { Connection } from "../actors/connection.ts";
+import type { Connection, ReceivedLine } from "../actors/connection.ts";
 import type { ActorInspection } from "../actors/supervisor.ts";
 import {
   type BlobProgress,
@@ -18,16 +18,34 @@ import {
   outgoingBlobMachine,
   sinkEvent,
 } from "../actors/blob_machine.ts";
+import { BlobBudget, type UnfinishedBlobLimits } from "./blob_budget.ts";
 import type { PeerEvent, ReceivedBlob } from "./peer_events.ts";
 import type { BlobRecord, OutboxEntry, Store } from "../storage/store.ts";
-import { BlobSink } from "../storage/blob_sink.ts";
+import {
+  type Appended,
+  BlobSink,
+  type ChunkResult,
+} from "../storage/blob_sink.ts";
 import { discardSpooled } from "../storage/spool.ts";
+import { releaseChunkBytes } from "../wire/chunk_line.ts";
 import { KEY_PREFIX } from "../wire/keys.ts";
 import { timestamp } from "../wire/time.ts";
 import type { BlobPart, Chunk } from "../wire/types.ts";
 
 /** How many refusals of our own blobs are remembered for the ack race. */
 const MAX_REFUSED_KEPT = 10_000;
+/**
+ * Received chunk bytes waiting to be written to their files before reading
+ * waits: the only chunk data a receiver holds in memory.
+ */
+const MAX_UNWRITTEN = 2 * 1024 * 1024;
+/**
+ * Chunk bytes written and not yet synced before reading waits for a sync:
+ * on disk, not in memory; it bounds how long one fsync (and the acks
+ * behind it) can take, and how far apart a transfer's stored records are
+ * (a resume after a kill starts at most about this far back).
+ */
+const MAX_UNSYNCED = 4 * 1024 * 1024;
 
 type OutBlobActor = Actor<OutgoingBlobMachine>;
 type InBlobActor = Actor<IncomingBlobMachine>;
@@ -37,28 +55,10 @@ function peerDir(key: string): string {
   return key.startsWith(KEY_PREFIX) ? key.slice(KEY_PREFIX.length) : key;
 }
 
-/**
- * Bounds on unfinished incoming blobs (chunks received, blob not complete):
- * a chunk that would pass one is refused (err blob_refused) and its blob's
- * temp file removed; one untouched for `ttlMs` is dropped by
- * {@link PeerBlobs.expireUnfinished}.
- */
-export interface UnfinishedBlobLimits {
-  /** Per peer, bytes (default 512 MiB, at least the blob limit). */
-  perPeer?: number;
-  /** All peers together, bytes (default 2 GiB, at least the per-peer bound). */
-  total?: number;
-  /** Dropped after this long without a chunk, ms (default 1 h). */
-  ttlMs?: number;
-}
-
-/** Defaults of {@link UnfinishedBlobLimits}. */
-export const DEFAULT_UNFINISHED: Readonly<Required<UnfinishedBlobLimits>> =
-  Object.freeze({
-    perPeer: 512 * 1024 * 1024,
-    total: 2 * 1024 * 1024 * 1024,
-    ttlMs: 3_600_000,
-  });
+export {
+  DEFAULT_UNFINISHED,
+  type UnfinishedBlobLimits,
+} from "./blob_budget.ts";
 
 /** What {@link PeerBlobs} needs from its Peer. */
 export interface PeerBlobsOptions {
@@ -98,20 +98,25 @@ export class PeerBlobs {
   #maxBlob: number;
   #blobsDir: string;
   #sinks = new Map<string, Promise<BlobSink>>();
-  /** Bytes held by unfinished incoming blobs, by `${peer} ${ref}`. */
-  #unfinished:
-    | Promise<Map<string, { peer: string; bytes: number }>>
-    | undefined;
-  /** `#unfinished`, once loaded. */
+  /** Chunks taken on arrival, by their parsed message, until their batch. */
+  #taken = new WeakMap<
+    Chunk,
+    Promise<Appended & { sink: BlobSink; over?: string }>
+  >();
+  /** The arrivals' order: each takes its sink after the one before. */
+  #arrivals: Promise<void> = Promise.resolve();
+  /** Bytes of arrived chunks not yet written, and who waits for room. */
+  #unwritten = 0;
+  #writeWaiters: Array<() => void> = [];
+  /** Sinks written since their last sync. */
+  #touchedSinks = new Set<BlobSink>();
+  /** Bounds on unfinished blobs, and the bytes they hold. */
+  #budget: BlobBudget;
   /**
    * Our blobs the remote refused (`peer ref` → detail): the err can come
    * before the transfer's actor exists and before the msg's ack.
    */
   #refusedOut = new Map<string, string>();
-  #held: Map<string, { peer: string; bytes: number }> | undefined;
-  #perPeer: number;
-  #total: number;
-  #ttlMs: number;
   /** Transfer actors by `${peer} ${ref}`, one Map per direction. */
   #outBlobs = new Map<string, Promise<OutBlobActor>>();
   #inBlobs = new Map<string, Promise<InBlobActor>>();
@@ -126,15 +131,11 @@ export class PeerBlobs {
     this.#store = options.store;
     this.#maxBlob = options.maxBlobBytes;
     this.#blobsDir = options.blobsDir;
-    const u = options.unfinished ?? {};
-    this.#perPeer = Math.max(
-      u.perPeer ?? DEFAULT_UNFINISHED.perPeer,
+    this.#budget = new BlobBudget(
+      options.store,
       this.#maxBlob,
+      options.unfinished,
     );
-    this.#total = Math.max(u.total ?? DEFAULT_UNFINISHED.total, this.#perPeer);
-    this.#ttlMs = u.ttlMs ?? DEFAULT_UNFINISHED.ttlMs;
-    // Loaded ahead, so the first chunk does not wait for the scan.
-    this.#unfinishedBytes().catch(() => this.#unfinished = undefined);
     this.#inspect = options.inspect;
   }
 
@@ -373,13 +374,7 @@ export class PeerBlobs {
   /** A replayed msg's blob: as stored, or finished now if it can be. */
   async replay(peer: string, part: BlobPart): Promise<ReceivedBlob> {
     const record = await this.#store.blob(peer, part.ref, "in");
-    const base: ReceivedBlob = {
-      ref: part.ref,
-      size: part.size,
-      status: "missing",
-      ...(part.name !== undefined ? { name: part.name } : {}),
-      ...(part.mime !== undefined ? { mime: part.mime } : {}),
-    };
+    const base = missingBlob(part);
     switch (record?.status) {
       case "complete":
         return {
@@ -422,51 +417,190 @@ export class PeerBlobs {
   }
 
   /**
-   * Writes received chunks to their sinks (one sync per sink for the whole
-   * batch) and resolves with each touched sink's record, to be committed
-   * with the chunks' seen markers (so the two never disagree after a kill);
-   * a refusal is answered on `conn` with err blob_refused, once.
+   * A valid chunk line as it arrives, before its commit: its bytes go to
+   * its sink's file at once (no sync; {@link takeChunks} syncs a whole
+   * batch) and leave memory, so a batch waiting for its commit holds no
+   * chunk data. Resolves with nothing, or returns a promise that holds
+   * reading while too many bytes wait to be written or synced.
+   */
+  arrive(peer: string, line: ReceivedLine): Promise<void> | undefined {
+    const chunk = line.message as Chunk;
+    const bytes = line.bytes;
+    // The write keeps the bytes until done; the line (queued for its
+    // commit) lets go of them now.
+    delete line.bytes;
+    const size = bytes?.byteLength ?? decodedBytes([chunk]);
+    this.#unwritten += size;
+    // Arrivals take their sinks in order (a sink writes in call order).
+    const step = this.#arrivals.then(() => this.#arrive(peer, chunk, bytes));
+    this.#arrivals = step.then(() => {}, () => {});
+    const taken = step.then((a) => a.written.then((w) => ({ ...a, ...w })))
+      .finally(() => {
+        this.#unwritten -= size;
+        this.#wake();
+      });
+    taken.catch(() => {}); // awaited by takeChunks
+    this.#taken.set(chunk, taken);
+    return this.#pressure();
+  }
+
+  /** Finds the chunk's sink, checks the budget, queues the write. */
+  async #arrive(
+    peer: string,
+    chunk: Chunk,
+    bytes: Uint8Array | undefined,
+  ): Promise<{ sink: BlobSink; over?: string; written: Promise<Appended> }> {
+    const id = `${peer} ${chunk.ref}`;
+    const sink = await this.#sinkFor(peer, chunk.ref, chunk.th);
+    const adding = bytes?.byteLength ?? decodedBytes([chunk]);
+    const over = sink.status === "active"
+      ? await this.#budget.over(peer, chunk.ref, adding, sink.bytes)
+      : undefined;
+    if (over !== undefined) {
+      await sink.discard();
+      this.#sinks.delete(id);
+      await this.#budget.drop(peer, chunk.ref);
+      // The err goes out with the chunk's batch (takeChunks).
+      const refused: ChunkResult = {
+        kind: "refused",
+        ref: chunk.ref,
+        bytes: sink.bytes,
+        limit: sink.limit,
+        detail: over,
+        repeat: false,
+      };
+      if (bytes) releaseChunkBytes(bytes);
+      return {
+        sink,
+        over,
+        written: Promise.resolve({ result: refused, record: sink.record }),
+      };
+    }
+    // Counted now, so the next arrival's budget sees it.
+    await this.#budget.add(peer, chunk.ref, sink.bytes, adding);
+    this.#touchedSinks.add(sink);
+    const written = sink.append(bytes ? { ...chunk, bytes } : chunk);
+    // Written (or refused): the decoded buffer can take the next chunk.
+    if (bytes) void written.finally(() => releaseChunkBytes(bytes));
+    // A replayed (or bad) chunk wrote nothing: uncount it.
+    void written.then(({ result }) => {
+      if (result.kind === "error") {
+        this.#budget.uncount(peer, chunk.ref, sink.bytes, adding);
+      }
+    }, () => {});
+    return { sink, written };
+  }
+
+  /**
+   * Holds reading (a promise) while more than {@link MAX_UNWRITTEN} bytes
+   * wait to be written, or more than {@link MAX_UNSYNCED} wait for a sync
+   * (then the sinks are synced now, not at the next commit).
+   */
+  #pressure(): Promise<void> | undefined {
+    if (
+      this.#unwritten <= MAX_UNWRITTEN && this.#unsyncedBytes() <= MAX_UNSYNCED
+    ) {
+      return undefined;
+    }
+    return (async () => {
+      while (this.#unwritten > MAX_UNWRITTEN) {
+        await new Promise<void>((wake) => this.#writeWaiters.push(wake));
+      }
+      if (this.#unsyncedBytes() > MAX_UNSYNCED) {
+        await Promise.all([...this.#touchedSinks].map((s) => this.#sync(s)));
+      }
+    })();
+  }
+
+  #unsyncedBytes(): number {
+    let n = 0;
+    for (const sink of this.#touchedSinks) n += sink.unsynced;
+    return n;
+  }
+
+  #wake(): void {
+    if (this.#unwritten > MAX_UNWRITTEN) return;
+    for (const wake of this.#writeWaiters.splice(0)) wake();
+  }
+
+  /** Syncs `sink`; it leaves the touched set once nothing waits on it. */
+  async #sync(sink: BlobSink): Promise<{ ok: boolean; record: BlobRecord }> {
+    const synced = await sink.sync();
+    if (sink.unsynced === 0) this.#touchedSinks.delete(sink);
+    return synced;
+  }
+
+  /**
+   * Makes a batch of received chunks durable before their seen markers
+   * commit: each was written on arrival ({@link arrive}; a chunk that did
+   * not pass there is written now), then one sync per sink covers them all.
+   * Resolves with each touched sink's record as of that sync (so the
+   * record never says less than the seen markers committed with it); a
+   * refusal is answered on `conn` with err blob_refused, once.
    */
   async takeChunks(
     peer: string,
     conn: Connection,
-    chunks: Array<Chunk & { bytes?: Uint8Array }>,
+    lines: ReceivedLine[],
   ): Promise<BlobRecord[]> {
+    const taken = lines.map((line) => {
+      const chunk = line.message as Chunk;
+      if (!this.#taken.has(chunk)) void this.arrive(peer, line);
+      const t = this.#taken.get(chunk)!;
+      this.#taken.delete(chunk);
+      return t;
+    });
     const records: BlobRecord[] = [];
-    // Sinks in order of first appearance, each with its chunks in order.
-    const bySink = new Map<string, Array<Chunk & { bytes?: Uint8Array }>>();
-    for (const m of chunks) {
-      const list = bySink.get(m.ref);
-      if (list) list.push(m);
-      else bySink.set(m.ref, [m]);
+    // Sinks in order of first appearance, each with its results in order
+    // and the record after its last chunk here.
+    const bySink = new Map<
+      BlobSink,
+      { results: ChunkResult[]; record: BlobRecord; over?: string }
+    >();
+    for (const a of await Promise.all(taken)) {
+      const entry = bySink.get(a.sink);
+      if (!entry) {
+        bySink.set(a.sink, {
+          results: [a.result],
+          record: a.record,
+          ...(a.over === undefined ? {} : { over: a.over }),
+        });
+        continue;
+      }
+      entry.results.push(a.result);
+      entry.record = a.record;
+      entry.over ??= a.over;
     }
-    for (const [ref, list] of bySink) {
-      const id = `${peer} ${ref}`;
-      const sink = await this.#sinkFor(peer, ref, list[0].th);
-      const over = await this.#overBudget(peer, ref, decodedBytes(list), sink);
+    for (const [sink, { results, record: after, over }] of bySink) {
+      const ref = sink.ref;
       if (over !== undefined) {
-        await sink.discard();
         records.push(sink.record);
-        this.#sinks.delete(id);
-        (this.#held ?? await this.#unfinishedBytes()).delete(id);
         conn.sendLine({ t: "err", code: "blob_refused", detail: over, ref });
         this.#localError(peer, "blob", over, ref);
         continue;
       }
-      const results = await sink.writeMany(list);
-      const held = this.#held ?? await this.#unfinishedBytes();
-      if (sink.status === "active") held.set(id, { peer, bytes: sink.bytes });
-      else held.delete(id);
+      const { ok, record: failed } = await this.#sync(sink);
+      // Active ones were counted on arrival.
+      if (sink.status !== "active") await this.#budget.drop(peer, ref);
+      // The record as of this batch's last chunk (the sync covered it): the
+      // store then says exactly what the seen markers say.
+      records.push(ok ? after : failed);
+      if (!ok) {
+        this.#localError(peer, "blob", sink.detail ?? "cannot sync", ref);
+        continue;
+      }
       // A chunk the sink has already is a replay of one written before a
       // crash (or a reconnect) but not committed as seen: not an error.
-      const taken = results.filter((r) =>
+      const news = results.filter((r) =>
         !(r.kind === "error" &&
           (r.code === "out_of_order" || r.code === "after_complete"))
       );
-      if (taken.length === 0) continue;
-      records.push(sink.record);
+      if (news.length === 0) continue;
       const actor = this.#incomingBlob(peer, ref, sink);
-      for (const result of taken) {
+      // Progress once per batch: the chunks synced together, as the last.
+      const lastAccepted = news.findLast((r) => r.kind === "accepted");
+      for (const result of news) {
+        if (result.kind === "accepted" && result !== lastAccepted) continue;
         const event = sinkEvent(result);
         if (event) void actor.then((a) => a.send(event), () => {});
         if (result.kind === "refused") {
@@ -492,13 +626,7 @@ export class PeerBlobs {
     part: BlobPart,
     conn?: Connection,
   ): Promise<ReceivedBlob> {
-    const base: ReceivedBlob = {
-      ref: part.ref,
-      size: part.size,
-      status: "missing",
-      ...(part.name !== undefined ? { name: part.name } : {}),
-      ...(part.mime !== undefined ? { mime: part.mime } : {}),
-    };
+    const base = missingBlob(part);
     const id = `${peer} ${part.ref}`;
     let sink = await this.#sinks.get(id)?.catch(() => undefined);
     if (!sink) {
@@ -568,73 +696,12 @@ export class PeerBlobs {
     }
   }
 
-  /** The unfinished incoming blobs' bytes, loaded from the store once. */
-  #unfinishedBytes(): Promise<Map<string, { peer: string; bytes: number }>> {
-    this.#unfinished ??= this.#store.blobs().then((records) => {
-      if (this.#held) return this.#held;
-      const held = new Map<string, { peer: string; bytes: number }>();
-      for (const r of records) {
-        if (r.dir === "in" && r.status === "active") {
-          held.set(`${r.peer} ${r.ref}`, { peer: r.peer, bytes: r.bytes });
-        }
-      }
-      return this.#held = held;
-    });
-    return this.#unfinished;
-  }
-
-  /** Why `adding` more bytes of blob `ref` may not be written, or undefined. */
-  async #overBudget(
-    peer: string,
-    ref: string,
-    adding: number,
-    sink: BlobSink,
-  ): Promise<string | undefined> {
-    if (sink.status !== "active") return;
-    // Synchronous once loaded: this runs for every batch of chunks.
-    const held = this.#held ?? await this.#unfinishedBytes();
-    let mine = 0;
-    let all = 0;
-    for (const [id, h] of held) {
-      if (id === `${peer} ${ref}`) continue; // counted as sink.bytes
-      all += h.bytes;
-      if (h.peer === peer) mine += h.bytes;
-    }
-    mine += sink.bytes + adding;
-    all += sink.bytes + adding;
-    if (mine > this.#perPeer) {
-      return `blob ${ref} refused: unfinished blobs from this peer would pass ${this.#perPeer} bytes`;
-    }
-    if (all > this.#total) {
-      return `blob ${ref} refused: unfinished blobs would pass ${this.#total} bytes in total`;
-    }
-    return undefined;
-  }
-
   /**
    * Why `adding` more bytes of outgoing blobs to `peer` (a served result)
-   * may not be spooled: its unacked outgoing blobs would pass the per-peer
-   * or the total bound (the same as for unfinished incoming ones). Else
-   * undefined.
+   * may not be spooled, or undefined (see {@link BlobBudget.outgoingOver}).
    */
-  async outgoingOver(
-    peer: string,
-    adding: number,
-  ): Promise<string | undefined> {
-    let mine = adding;
-    let all = adding;
-    for (const b of await this.#store.blobs()) {
-      if (b.dir !== "out" || b.status !== "active") continue;
-      all += b.size;
-      if (b.peer === peer) mine += b.size;
-    }
-    if (mine > this.#perPeer) {
-      return `unacked blobs to this peer would pass ${this.#perPeer} bytes`;
-    }
-    if (all > this.#total) {
-      return `unacked blobs would pass ${this.#total} bytes in total`;
-    }
-    return undefined;
+  outgoingOver(peer: string, adding: number): Promise<string | undefined> {
+    return this.#budget.outgoingOver(peer, adding);
   }
 
   /**
@@ -643,7 +710,7 @@ export class PeerBlobs {
    * with how many went.
    */
   async expireUnfinished(now = Date.now()): Promise<number> {
-    const cutoff = now - this.#ttlMs;
+    const cutoff = now - this.#budget.ttlMs;
     let count = 0;
     for (const r of await this.#store.blobs()) {
       if (r.dir !== "in" || r.status !== "active" || r.updated >= cutoff) {
@@ -655,7 +722,7 @@ export class PeerBlobs {
         await this.#store.putBlob(sink.record);
       } catch { /* its file is gone already */ }
       this.#sinks.delete(`${r.peer} ${r.ref}`);
-      (await this.#unfinishedBytes()).delete(`${r.peer} ${r.ref}`);
+      await this.#budget.drop(r.peer, r.ref);
       count++;
     }
     return count;
@@ -670,4 +737,15 @@ function decodedBytes(chunks: Array<Chunk & { bytes?: Uint8Array }>): number {
       (typeof m.data === "string" ? Math.floor(m.data.length * 3 / 4) : 0);
   }
   return n;
+}
+
+/** What a msg's blob part says, as a blob not (yet) received. */
+function missingBlob(part: BlobPart): ReceivedBlob {
+  return {
+    ref: part.ref,
+    size: part.size,
+    status: "missing",
+    ...(part.name !== undefined ? { name: part.name } : {}),
+    ...(part.mime !== undefined ? { mime: part.mime } : {}),
+  };
 }

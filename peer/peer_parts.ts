@@ -260,6 +260,8 @@ export class PeerParts {
         this.log.line(peer, dir, raw, message),
       beforeCommit: (peer, conn, lines) =>
         this.inbound.beforeCommit(peer, conn, lines),
+      // A chunk's bytes go to its file as it arrives; the batch syncs.
+      onChunk: (peer, _conn, line) => this.blobs.arrive(peer, line),
       // Requests are journaled before their msg commits: not on the fast path.
       needsBeforeCommit: (_peer, message) =>
         message.t === "msg" && hasRequests(message as Msg),

@@ -11,6 +11,7 @@
 
 import { createSha256, type Sha256, sha256Hex } from "./sha256.ts";
 import { decodeBase64 } from "../wire/base64.ts";
+import { errorText } from "../wire/error_text.ts";
 import { DEFAULT_MAX_BLOB_BYTES } from "./spool.ts";
 import type { BlobRecord } from "./store.ts";
 
@@ -128,6 +129,17 @@ export type ChunkResult =
     failed: boolean;
   };
 
+/** What {@linkcode BlobSink.append} did, and the record right after. */
+export interface Appended {
+  /** The chunk's result. */
+  result: ChunkResult;
+  /**
+   * The transfer's record just after this chunk: what to store with the
+   * chunk's seen marker once a later sync made it durable.
+   */
+  record: BlobRecord;
+}
+
 /** Status of a transfer, as in {@linkcode BlobRecord}. */
 export type BlobStatus = BlobRecord["status"];
 
@@ -137,11 +149,6 @@ function fileBase(ref: string): string {
   // A ref is chosen by the remote: never let it pick a path.
   if (SAFE_NAME.test(ref) && !ref.endsWith(PARTIAL_SUFFIX)) return ref;
   return `ref-${sha256Hex(ref).slice(0, 32)}`;
-}
-
-function oneLine(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
-  return text.split("\n")[0];
 }
 
 /**
@@ -179,6 +186,8 @@ export class BlobSink {
   #detail?: string;
   // Writes to one sink run one at a time, in call order.
   #queue: Promise<unknown> = Promise.resolve();
+  // The temp file between syncs: opened by the first append, closed by sync.
+  #file: SinkFile;
 
   private constructor(
     record: Omit<BlobRecord, "dir" | "updated" | "path">,
@@ -197,6 +206,7 @@ export class BlobSink {
     this.#sha256 = record.sha256;
     this.#final = final;
     this.#temp = final + PARTIAL_SUFFIX;
+    this.#file = new SinkFile(this.#temp);
     this.#limit = limit;
   }
 
@@ -296,7 +306,7 @@ export class BlobSink {
       ) {
         return sink;
       }
-      sink.#fail(`cannot reopen ${sink.#temp}: ${oneLine(error)}`);
+      sink.#fail(`cannot reopen ${sink.#temp}: ${errorText(error)}`);
     }
     return sink;
   }
@@ -409,28 +419,76 @@ export class BlobSink {
 
   /**
    * Takes several chunks in order, like {@linkcode write} each, with one
-   * open of the temp file and one sync for all of them: the group commit of
-   * a batch of received lines costs one fsync, not one per chunk.
+   * sync for all of them ({@linkcode append} each, then {@linkcode sync}).
    */
-  writeMany(chunks: ChunkInput[]): Promise<ChunkResult[]> {
-    const run = this.#queue.then(async () => {
-      const io = new SinkFile(this.#temp);
-      try {
-        const results: ChunkResult[] = [];
-        for (const chunk of chunks) results.push(await this.#write(chunk, io));
-        if (!await io.sync()) {
-          // Nothing the caller records is durable: the transfer fails.
-          const detail = `blob ${this.#ref}: cannot sync ${this.#temp}`;
-          this.#fail(detail);
-          return results.map((r) =>
-            r.kind === "accepted" ? this.#error("io", detail, r.n, true) : r
-          );
-        }
-        return results;
-      } finally {
-        io.close();
-      }
+  async writeMany(chunks: ChunkInput[]): Promise<ChunkResult[]> {
+    const appended = await Promise.all(chunks.map((c) => this.append(c)));
+    const results = appended.map((a) => a.result);
+    const { ok } = await this.sync();
+    if (ok) return results;
+    // Nothing the caller records is durable: the transfer failed.
+    const detail = this.#detail ?? `blob ${this.#ref}: cannot sync`;
+    return results.map((r) =>
+      r.kind === "accepted" ? this.#error("io", detail, r.n, true) : r
+    );
+  }
+
+  /**
+   * Takes one chunk now: checks order, decodes and writes it at its offset
+   * (the file stays open), without a sync; resolves with its result and the
+   * record just after it. Its bytes are durable only once a later
+   * {@linkcode sync} resolves: store that record and ack nothing before.
+   * The last chunk is synced and renamed into place here. Calls run one at a
+   * time, in call order. Never throws for bad input.
+   *
+   * @example
+   * ```ts
+   * import { BlobSink } from "./blob_sink.ts";
+   * const dir = await Deno.makeTempDir();
+   * const sink = await BlobSink.open({ peer: "p", ref: "r", dir });
+   * await sink.append({ ref: "r", n: 0, last: false, data: "aGk=" });
+   * const { ok, record } = await sink.sync();
+   * console.log(ok, record.bytes); // true 2
+   * await Deno.remove(dir, { recursive: true });
+   * ```
+   */
+  append(chunk: ChunkInput): Promise<Appended> {
+    return this.#queued(async () => {
+      const result = await this.#write(chunk, this.#file);
+      return { result, record: this.record };
     });
+  }
+
+  /**
+   * Makes every chunk appended so far durable with one fsync, and resolves
+   * with the record as of that point (what may be committed with those
+   * chunks' seen markers). `ok` is false when the sync failed: the
+   * transfer is then failed, and the record says so.
+   */
+  sync(): Promise<{ ok: boolean; record: BlobRecord }> {
+    // Its place in the queue fixes what it covers; the fsync itself runs
+    // beside the appends queued after it (they go to a new handle).
+    const taken = this.#queued(() => {
+      const file = this.#file;
+      this.#file = new SinkFile(this.#temp);
+      return Promise.resolve({ file, record: this.record });
+    });
+    return taken.then(async ({ file, record }) => {
+      const ok = await file.sync();
+      file.close();
+      if (ok) return { ok, record };
+      this.#fail(`blob ${this.#ref}: cannot sync ${this.#temp}`);
+      return { ok, record: this.record };
+    });
+  }
+
+  /** Bytes appended and not yet synced (0 once a sync has run). */
+  get unsynced(): number {
+    return this.#file.dirtyBytes;
+  }
+
+  #queued<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.#queue.then(task);
     this.#queue = run.catch(() => {});
     return run;
   }
@@ -441,14 +499,13 @@ export class BlobSink {
    * that refuses or fails the transfer, else undefined.
    */
   expect(part: BlobDescription): Promise<ChunkResult | undefined> {
-    const run = this.#queue.then(() => this.#expect(part));
-    this.#queue = run.catch(() => {});
-    return run;
+    return this.#queued(() => this.#expect(part));
   }
 
   /** Removes the temp file (after a refusal or failure, or to give up). */
   async discard(): Promise<void> {
     await this.#queue;
+    this.#file.close();
     await this.#removeTemp();
     if (this.#status === "active") this.#fail("discarded");
   }
@@ -523,7 +580,7 @@ export class BlobSink {
     try {
       bytes = chunk.bytes ?? decodeBase64(chunk.data);
     } catch (error) {
-      const detail = `blob ${this.#ref} chunk ${n}: ${oneLine(error)}`;
+      const detail = `blob ${this.#ref} chunk ${n}: ${errorText(error)}`;
       await this.#removeTemp();
       this.#fail(detail);
       return this.#error("bad_data", detail, n, true);
@@ -553,22 +610,32 @@ export class BlobSink {
       // earlier attempt are overwritten, and synced (by writeMany, once for
       // the batch) before the caller records or acks anything.
       const file = await io.open();
-      await file.seek(this.#bytes, Deno.SeekMode.Start);
+      // Seeks only when not already there (a fresh handle, or after an
+      // error): chunks of one batch follow each other.
+      if (io.position !== this.#bytes) {
+        io.position = -1;
+        await file.seek(this.#bytes, Deno.SeekMode.Start);
+        io.position = this.#bytes;
+      }
       let done = 0;
       while (done < bytes.length) {
-        done += await file.write(bytes.subarray(done));
+        const n = await file.write(bytes.subarray(done));
+        done += n;
+        io.position += n;
       }
-      io.dirty = true;
+      io.dirtyBytes += bytes.length;
       if (chunk.last) {
         await file.truncate(total);
         // The bytes are durable before the rename makes the file final.
         await file.syncData();
-        io.dirty = false;
+        io.dirtyBytes = 0;
+        io.close();
       }
     } catch (error) {
+      io.position = -1;
       const detail =
         `blob ${this.#ref} chunk ${n}: cannot write ${this.#temp}: ${
-          oneLine(error)
+          errorText(error)
         }`;
       this.#fail(detail);
       return this.#error("io", detail, n, true);
@@ -591,7 +658,7 @@ export class BlobSink {
       await Deno.rename(this.#temp, this.#final);
     } catch (error) {
       const detail = `blob ${this.#ref}: cannot rename to ${this.#final}: ${
-        oneLine(error)
+        errorText(error)
       }`;
       this.#fail(detail);
       return this.#error("io", detail, n, true);
@@ -661,12 +728,14 @@ export class BlobSink {
   }
 }
 
-/** The temp file of one {@linkcode BlobSink.writeMany}: opened once, synced once. */
+/** The temp file between two syncs: opened once, synced once. */
 class SinkFile {
   #path: string;
   #file: Deno.FsFile | undefined;
-  /** Written since the last sync. */
-  dirty = false;
+  /** Bytes written since the last sync. */
+  dirtyBytes = 0;
+  /** Where the next write goes (-1: unknown, seek first). */
+  position = -1;
 
   constructor(path: string) {
     this.#path = path;
@@ -679,20 +748,23 @@ class SinkFile {
 
   /** Syncs what was written; false when that failed. */
   async sync(): Promise<boolean> {
-    if (!this.dirty || !this.#file) return true;
+    if (this.dirtyBytes === 0 || !this.#file) return true;
     try {
       await this.#file.syncData();
-      this.dirty = false;
+      this.dirtyBytes = 0;
       return true;
     } catch {
       return false;
     }
   }
 
+  /** Closes the file: what was not synced is no longer ours to sync. */
   close(): void {
     try {
       this.#file?.close();
     } catch { /* already closed */ }
     this.#file = undefined;
+    this.dirtyBytes = 0;
+    this.position = -1;
   }
 }

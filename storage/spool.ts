@@ -11,6 +11,7 @@
 
 import { createSha256, randomHex } from "./sha256.ts";
 import { encodeBase64 } from "../wire/base64.ts";
+import { errorText } from "../wire/error_text.ts";
 import type {
   BlobRecord,
   ChunkSource,
@@ -24,8 +25,8 @@ export const DEFAULT_CHUNK_SIZE = 262144;
 /** Recommended local blob size limit (SPEC 10.1): 50 MiB. */
 export const DEFAULT_MAX_BLOB_BYTES = 50 * 1024 * 1024;
 
-// Copy buffer: one chunk's worth, so memory stays flat for any file size.
-const COPY_BUFFER = 262144;
+// Hash read buffer: 1 MiB reads, one buffer, so memory stays flat.
+const HASH_BUFFER = 1024 * 1024;
 
 /** A file snapshotted into the spool, ready to be chunked. */
 export interface SpooledBlob {
@@ -115,22 +116,39 @@ export function newBlobRef(): string {
   return `blob_${randomHex(12)}`;
 }
 
-function reason(error: unknown): string {
+/**
+ * Why a file could not be read, in a few words (for {@linkcode BlobSourceError}).
+ *
+ * @example
+ * ```ts
+ * import { sourceReason } from "./spool.ts";
+ * console.log(sourceReason(new Deno.errors.NotFound("x"))); // no such file
+ * ```
+ */
+export function sourceReason(error: unknown): string {
   if (error instanceof Deno.errors.NotFound) return "no such file";
   if (error instanceof Deno.errors.PermissionDenied) return "permission denied";
   if (error instanceof Deno.errors.IsADirectory) return "is a directory";
-  const text = error instanceof Error ? error.message : String(error);
-  return text.split("\n")[0];
+  return errorText(error);
 }
 
-async function writeAll(file: Deno.FsFile, bytes: Uint8Array): Promise<void> {
-  let done = 0;
-  while (done < bytes.length) done += await file.write(bytes.subarray(done));
+/** The lowercase hex sha256 of the file at `path`, read in one reused buffer. */
+async function hashFile(path: string): Promise<string> {
+  const hash = await createSha256();
+  using file = await Deno.open(path, { read: true });
+  const buffer = new Uint8Array(HASH_BUFFER);
+  for (;;) {
+    const n = await file.read(buffer);
+    if (n === null) break;
+    hash.update(buffer.subarray(0, n));
+  }
+  return hash.digest("hex");
 }
 
 /**
- * Copies `sourcePath` into `spoolDir` as `<ref>` by streaming (memory stays
- * flat), hashing as it goes, fsyncs and renames it into place, and returns
+ * Copies `sourcePath` into `spoolDir` as `<ref>` (a kernel copy: memory
+ * stays flat), hashes the copy while it is fsynced, renames it into place,
+ * and returns
  * what was spooled. A file over `maxBytes` is refused with
  * {@linkcode BlobTooLargeError} before anything is copied (and again if it
  * grows during the copy); a missing or unreadable file with
@@ -163,7 +181,7 @@ export async function snapshotToSpool(
   try {
     source = await Deno.open(sourcePath, { read: true });
   } catch (error) {
-    throw new BlobSourceError(sourcePath, reason(error));
+    throw new BlobSourceError(sourcePath, sourceReason(error));
   }
   const target = `${spoolDir}/${ref}`;
   const temp = `${target}.tmp-${randomHex(6)}`;
@@ -173,7 +191,7 @@ export async function snapshotToSpool(
     try {
       info = await source.stat();
     } catch (error) {
-      throw new BlobSourceError(sourcePath, reason(error));
+      throw new BlobSourceError(sourcePath, sourceReason(error));
     }
     if (!info.isFile) {
       throw new BlobSourceError(sourcePath, "not a regular file");
@@ -184,30 +202,23 @@ export async function snapshotToSpool(
     }
 
     await Deno.mkdir(spoolDir, { recursive: true, mode: 0o700 });
-    out = await Deno.open(temp, { write: true, createNew: true, mode: 0o600 });
-    const hash = await createSha256();
-    const buffer = new Uint8Array(COPY_BUFFER);
-    let size = 0;
-    while (true) {
-      let n: number | null;
-      try {
-        n = await source.read(buffer);
-      } catch (error) {
-        throw new BlobSourceError(sourcePath, reason(error));
-      }
-      if (n === null) break;
-      size += n;
-      // The file may grow between stat and copy.
-      if (size > limit) throw new BlobTooLargeError(sourcePath, size, limit);
-      const part = buffer.subarray(0, n);
-      hash.update(part);
-      await writeAll(out, part);
+    // The kernel copies (copy_file_range): no bytes pass through JS.
+    try {
+      await Deno.copyFile(sourcePath, temp);
+    } catch (error) {
+      throw new BlobSourceError(sourcePath, sourceReason(error));
     }
-    await out.sync();
+    out = await Deno.open(temp, { read: true, write: true });
+    await Deno.chmod(temp, 0o600);
+    // The file may have grown between stat and copy.
+    const size = (await out.stat()).size;
+    if (size > limit) throw new BlobTooLargeError(sourcePath, size, limit);
+    // The copy's fsync runs while we hash it (from the page cache).
+    const [, sha256] = await Promise.all([out.sync(), hashFile(temp)]);
     out.close();
     out = undefined;
     await Deno.rename(temp, target);
-    return { path: target, size, sha256: hash.digest("hex"), ref };
+    return { path: target, size, sha256, ref };
   } catch (error) {
     if (out) out.close();
     await Deno.remove(temp).catch(() => {});
@@ -274,7 +285,7 @@ export async function readChunk(source: ChunkSource): Promise<Uint8Array> {
   try {
     file = await Deno.open(source.path, { read: true });
   } catch (error) {
-    throw new BlobSourceError(source.path, reason(error));
+    throw new BlobSourceError(source.path, sourceReason(error));
   }
   try {
     await file.seek(source.offset, Deno.SeekMode.Start);

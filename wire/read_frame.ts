@@ -8,6 +8,7 @@
  */
 
 import { decodeBase64 } from "./base64.ts";
+import { splitChunkLine } from "./chunk_line.ts";
 import { parseLine } from "./parse.ts";
 import type { Message } from "./types.ts";
 import { validateMessage } from "./validate.ts";
@@ -58,17 +59,23 @@ export type FrameResult =
  * ```
  */
 export function readFrame(bytes: Uint8Array): FrameResult {
-  const parsed = parseLine(bytes);
+  // A chunk line is split from its data without a line-sized string.
+  const split = splitChunkLine(bytes);
+  const parsed = split
+    ? { ok: true as const, message: split.message, raw: split.raw }
+    : parseLine(bytes);
   if (!parsed.ok) return { ok: false, detail: parsed.detail };
   const message = parsed.message;
   // A chunk's data is decoded here, once: that checks it faster than the
   // schema's pattern over ~350 KB, and the sink takes the bytes.
-  const data = message.t === "chunk" ? decodedChunk(message) : undefined;
+  const data = message.t === "chunk"
+    ? split?.bytes ?? decodedChunk(message)
+    : undefined;
   const valid = validateMessage(data ? { ...message, data: "" } : message);
   if (data) message.data = "";
   const frame: Frame = {
     message: message as unknown as Message,
-    raw: data ? JSON.stringify(message) : parsed.raw,
+    raw: split ? split.raw : data ? JSON.stringify(message) : parsed.raw,
     size: bytes.length,
   };
   if (data) frame.bytes = data;

@@ -94,43 +94,57 @@ async function peakOf(p: JsonProcess): Promise<number> {
 }
 
 /** Workload 3: throughput and peak RSS of a 20 MiB blob. */
-export const blobWorkload: Workload = {
-  name: "blob",
-  title: "blob throughput (20 MiB) and peak RSS of both processes",
-  units: {
-    mib_per_s: "MiB/s",
-    ms: "ms",
-    sender_peak_rss_mib: "MiB",
-    receiver_peak_rss_mib: "MiB",
-  },
-  params: (ctx) => ({ bytes: (ctx.quick ? 2 : 20) * MIB }),
-  async run(ctx: BenchContext) {
-    const size = (ctx.quick ? 2 : 20) * MIB;
-    const path = `${await ctx.dir("blob")}/blob.bin`;
-    const sha = await randomFile(path, size);
-    const samples: Sample[] = [];
-    for (let run = 0; run < ctx.runs; run++) {
-      const { sender, receiver } = await ctx.pair("tcp:127.0.0.1:0", [
-        "--max-blob",
-        MAX_BLOB,
-      ]);
-      try {
-        const ms = await transfer(sender, receiver, path, size, sha);
-        samples.push({
-          mib_per_s: size / MIB / (ms / 1000),
-          ms,
-          sender_peak_rss_mib: await peakOf(sender),
-          receiver_peak_rss_mib: await peakOf(receiver),
-        });
-        ctx.log(`  run ${run + 1}: ${samples[run].mib_per_s.toFixed(1)} MiB/s`);
-      } finally {
-        await ctx.stop(sender);
-        await ctx.stop(receiver);
+export const blobWorkload: Workload = blobOver("tcp");
+
+/** Workload 3 over a Unix socket. */
+export const blobUnixWorkload: Workload = blobOver("unix");
+
+/** Workload 3 over `tcp` (named `blob`) or `unix` (`blob_unix`). */
+function blobOver(transport: "tcp" | "unix"): Workload {
+  return {
+    name: transport === "tcp" ? "blob" : "blob_unix",
+    title:
+      `blob throughput (20 MiB, ${transport}) and peak RSS of both processes`,
+    units: {
+      mib_per_s: "MiB/s",
+      ms: "ms",
+      sender_peak_rss_mib: "MiB",
+      receiver_peak_rss_mib: "MiB",
+    },
+    params: (ctx) => ({ bytes: (ctx.quick ? 2 : 20) * MIB, transport }),
+    async run(ctx: BenchContext) {
+      const size = (ctx.quick ? 2 : 20) * MIB;
+      const path = `${await ctx.dir("blob")}/blob.bin`;
+      const sha = await randomFile(path, size);
+      const samples: Sample[] = [];
+      for (let run = 0; run < ctx.runs; run++) {
+        const addr = transport === "tcp"
+          ? "tcp:127.0.0.1:0"
+          : `unix:${await ctx.dir("sock")}/r.sock`;
+        const { sender, receiver } = await ctx.pair(addr, [
+          "--max-blob",
+          MAX_BLOB,
+        ]);
+        try {
+          const ms = await transfer(sender, receiver, path, size, sha);
+          samples.push({
+            mib_per_s: size / MIB / (ms / 1000),
+            ms,
+            sender_peak_rss_mib: await peakOf(sender),
+            receiver_peak_rss_mib: await peakOf(receiver),
+          });
+          ctx.log(
+            `  run ${run + 1}: ${samples[run].mib_per_s.toFixed(1)} MiB/s`,
+          );
+        } finally {
+          await ctx.stop(sender);
+          await ctx.stop(receiver);
+        }
       }
-    }
-    return { samples };
-  },
-};
+      return { samples };
+    },
+  };
+}
 
 /** Workload 3b: memory while sending a 50 MiB file, over the idle process. */
 export const blobMemoryWorkload: Workload = {

@@ -6,6 +6,7 @@ import {
   chunkSentEvent,
   incomingBlobMachine,
   outgoingBlobMachine,
+  PROGRESS_EVERY_MS,
   sinkEvent,
 } from "../../actors/blob_machine.ts";
 import { BlobSink } from "../../storage/blob_sink.ts";
@@ -44,6 +45,28 @@ function chunk(
 ) {
   return { type: "CHUNK_SENT" as const, n, offset, length, last, at };
 }
+
+Deno.test("chunk progress is reported at most every PROGRESS_EVERY_MS; state changes always", () => {
+  const { actor, progress } = outgoing(1_000, []);
+  actor.send({ type: "START" });
+  for (let i = 0; i < 9; i++) {
+    actor.send(chunk(i, i * 100, 100, false, 1_000 + i * 30));
+  }
+  actor.send(chunk(9, 900, 100, true, 1_300));
+  // 0 ms, 120 ms, 240 ms: three of nine chunks, then awaitingAck at once.
+  assert.deepEqual(
+    progress.map((p) => [p.status, p.bytes]),
+    [
+      ["queued", 0],
+      ["sending", 0],
+      ["sending", 100],
+      ["sending", 500],
+      ["sending", 900],
+      ["awaitingAck", 1_000],
+    ],
+  );
+  assert.equal(PROGRESS_EVERY_MS, 100);
+});
 
 Deno.test("outgoing: queued, sending, awaitingAck, done, with progress and rate", () => {
   const effects: string[] = [];
@@ -184,11 +207,13 @@ Deno.test("outgoing fed from real outbox entries of a spooled file", async () =>
     incoming.on("progress", (p) => seen.push(p));
     incoming.start();
     out.send({ type: "START" });
-    for (const entry of entries) {
+    // A second apart: each chunk is due a progress report.
+    for (const [i, entry] of entries.entries()) {
       const line = await chunkMessage(entry);
-      out.send(chunkSentEvent(entry)!);
+      out.send(chunkSentEvent(entry, 1_000 * (i + 1))!);
       const event = sinkEvent(
         await sink.write(line as unknown as Parameters<BlobSink["write"]>[0]),
+        1_000 * (i + 1),
       );
       if (event) incoming.send(event);
     }

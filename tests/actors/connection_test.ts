@@ -440,6 +440,59 @@ Deno.test("chunk entries are read from the spool, delivered and not acked", asyn
   }
 });
 
+Deno.test("while a chunk batch waits in beforeCommit, a msg of another thread is acked; one of the chunk's thread waits", async () => {
+  const dir = await Deno.makeTempDir();
+  const signerB = await Signer.generate();
+  const storeA = new MemoryStore();
+  await Deno.writeFile(`${dir}/blob`, new Uint8Array(8192).fill(7));
+  const [chunk] = await storeA.enqueue(signerB.key, [{
+    fields: { t: "chunk", th: "blob", ref: "b1", n: 0, last: true },
+    chunk: { path: `${dir}/blob`, offset: 0, length: 8192 },
+  }]);
+  let open!: () => void;
+  const gate = new Promise<void>((r) => open = r);
+  let syncing = false;
+  const acked: string[] = [];
+  const { a, b, cleanup } = await connectPair("tcp:127.0.0.1:0", {
+    storeA,
+    signerB,
+    a: { onAck: (_peer, ack) => acked.push(ack.re) },
+    b: {
+      // As a blob's sync would: the batch with the chunk waits.
+      beforeCommit: async (_peer, _c, lines) => {
+        if (!lines.some((l) => l.message.t === "chunk")) return;
+        syncing = true;
+        await gate;
+      },
+    },
+  });
+  try {
+    await waitFor(() => syncing, "the chunk batch in beforeCommit");
+    const text = (t: string) => [{ k: "text", text: t }];
+    const [same] = await storeA.enqueue(signerB.key, [{
+      fields: { t: "msg", th: "blob", parts: text("with the blob") },
+    }]);
+    a.conn.sendEntries([same]);
+    const [other] = await storeA.enqueue(signerB.key, [{
+      fields: { t: "msg", th: "other", parts: text("beside it") },
+    }]);
+    a.conn.sendEntries([other]);
+    await waitFor(() => acked.includes(other.id), "the other thread's ack");
+    assert.ok(!acked.includes(same.id), "the blob's thread waits its turn");
+    assert.deepEqual(b.delivered.map((l) => l.message.id), [other.id]);
+    open();
+    await waitFor(() => acked.includes(same.id), "the blob thread's ack");
+    assert.deepEqual(
+      b.delivered.map((l) => l.message.id),
+      [other.id, chunk.id, same.id],
+    );
+  } finally {
+    open();
+    await cleanup();
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("bye handshake: both sides close with reasons", async () => {
   const { a, b, cleanup } = await connectPair("tcp:127.0.0.1:0");
   try {

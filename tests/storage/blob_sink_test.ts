@@ -393,3 +393,33 @@ Deno.test("a transfer survives a restart through its record in a Deno KV file", 
     }
   });
 });
+
+Deno.test("append writes now, sync later: each append's record says its chunk; a resume keeps only what a record says", async () => {
+  await withTempDir(async (dir) => {
+    const content = randomBytes(5 * 1000);
+    const chunks = chunksOf("app", content, 1000);
+    const sink = await BlobSink.open({ peer: PEER, ref: "app", dir });
+    const appended = await Promise.all(
+      chunks.slice(0, 3).map((c) => sink.append(c)),
+    );
+    assert.deepEqual(appended.map((a) => a.result.kind), [
+      "accepted",
+      "accepted",
+      "accepted",
+    ]);
+    assert.deepEqual(appended.map((a) => a.record.next), [1, 2, 3]);
+    assert.equal(sink.unsynced, 3000);
+    // A later append overlaps the sync; the sync covers the first three.
+    const fourth = sink.append(chunks[3]);
+    const synced = await sink.sync();
+    assert.equal(synced.ok, true);
+    await fourth;
+    // Killed now: the store holds the record of chunk 1 (the batch's last).
+    const resumed = await BlobSink.resume(appended[1].record);
+    assert.equal(resumed.next, 2);
+    assert.equal(resumed.bytes, 2000);
+    for (const c of chunks.slice(2)) await resumed.write(c);
+    assert.equal(resumed.status, "complete");
+    assert.deepEqual(await Deno.readFile(resumed.path), content);
+  });
+});

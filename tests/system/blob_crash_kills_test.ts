@@ -57,7 +57,21 @@ Deno.test("a 50 MiB blob survives 5 kill -9 of either side: delivered once, byte
         pair.rx.lines.length,
       );
       stored = progress.bytes as number;
-      await sleep(pick(0, 100));
+      // A random moment a little later, but before the blob can end: at most
+      // 100 ms, and at most 4 MiB more stored (a fast pair moves 20 MiB in
+      // 100 ms, and would finish before the fifth kill).
+      const mark = stored + pick(0, 4 * MiB);
+      await Promise.race([
+        sleep(pick(0, 100)),
+        pair.rx.waitFor(
+          (l) =>
+            l.event === "stored" && l.dir === "in" &&
+            (l.bytes as number) >= mark,
+          "a later moment",
+          60_000,
+          pair.rx.lines.length,
+        ).catch(() => {}),
+      ]);
       await pair.kill(victim);
     }
     await pair.tx.waitFor((l) => l.event === "all_acked", "all", 120_000);

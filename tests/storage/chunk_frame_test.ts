@@ -1,0 +1,126 @@
+import assert from "node:assert/strict";
+import { ChunkFramer } from "../../storage/chunk_frame.ts";
+import { BlobSourceError, chunkMessage } from "../../storage/spool.ts";
+import type { OutboxEntry } from "../../storage/store.ts";
+import { parseLine } from "../../wire/parse.ts";
+import { releaseChunkBytes, splitChunkLine } from "../../wire/chunk_line.ts";
+import { encodeBase64 } from "../../wire/base64.ts";
+import { encodeLine } from "../../wire/frame.ts";
+
+const CHUNK = 262144;
+
+function entry(path: string, n: number, last: boolean, size: number) {
+  return {
+    peer: "ed25519:p",
+    id: `01ID${n}`,
+    ts: "2026-12-03T00:00:00.000Z",
+    t: "chunk",
+    th: "thr",
+    queuedAt: 0,
+    fields: { t: "chunk", th: "thr", ref: "blob_1", n, last },
+    chunk: {
+      path,
+      offset: n * CHUNK,
+      length: Math.min(CHUNK, size - n * CHUNK),
+    },
+  } as OutboxEntry;
+}
+
+Deno.test("framed chunk lines are byte for byte the lines chunkMessage + encodeLine make, and split back", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const size = 2 * CHUNK + 1000;
+    const bytes = new Uint8Array(size);
+    for (let i = 0; i < size; i += 65536) {
+      crypto.getRandomValues(bytes.subarray(i, Math.min(size, i + 65536)));
+    }
+    await Deno.writeFile(`${dir}/blob_1`, bytes);
+    const framer = new ChunkFramer();
+    for (let n = 0; n < 3; n++) {
+      const e = entry(`${dir}/blob_1`, n, n === 2, size);
+      const frame = await framer.frame(e);
+      const want = encodeLine(await chunkMessage(e));
+      assert.deepEqual(frame.bytes, want, `chunk ${n}`);
+      assert.equal(frame.line.data, "");
+      assert.deepEqual(JSON.parse(frame.raw), frame.line);
+      const split = splitChunkLine(frame.bytes.subarray(0, -1));
+      if (n === 2) {
+        assert.equal(split, undefined, "a short line goes the general way");
+        continue;
+      }
+      assert.ok(split, "our own lines take the fast path");
+      const parsed = parseLine(want.subarray(0, -1));
+      assert.ok(parsed.ok);
+      assert.deepEqual(split.message, { ...parsed.message, data: "" });
+      assert.deepEqual(
+        split.bytes,
+        bytes.subarray(n * CHUNK, Math.min(size, (n + 1) * CHUNK)),
+      );
+      releaseChunkBytes(split.bytes);
+      frame.release();
+    }
+    framer.close();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a spooled file removed while its chunks are queued stops them", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const size = 2 * CHUNK;
+    await Deno.writeFile(`${dir}/blob_1`, new Uint8Array(size));
+    const framer = new ChunkFramer();
+    (await framer.frame(entry(`${dir}/blob_1`, 0, false, size))).release();
+    await Deno.remove(`${dir}/blob_1`); // refused or acked: the spool drops it
+    await assert.rejects(
+      () => framer.frame(entry(`${dir}/blob_1`, 1, true, size)),
+      BlobSourceError,
+    );
+    framer.close();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("chunk lines of other shapes take the general parse (undefined here)", () => {
+  const enc = new TextEncoder();
+  const data = "QUJD".repeat(2000);
+  const line = (text: string) => enc.encode(text);
+  const base = `"t":"chunk","id":"1","ts":"x","ref":"r","n":0,"last":true`;
+  assert.ok(splitChunkLine(line(`{${base},"data":"${data}"}`)));
+  for (
+    const [why, text] of [
+      ["data not last", `{"data":"${data}",${base}}`],
+      ["whitespace inside", `{${base},"data":"${data.slice(0, 8)} ${data}"}`],
+      ["url alphabet", `{${base},"data":"${data}-_"}`],
+      ["an escape", `{${base},"data":"${data}\\/"}`],
+      ["space after", `{${base},"data":"${data}"} `],
+      ["not a chunk", `{"t":"msg","x":1,"data":"${data}"}`],
+      ["not JSON before", `{${base},,"data":"${data}"}`],
+      ["bad padding", `{${base},"data":"${data}A="}`],
+    ]
+  ) {
+    assert.equal(splitChunkLine(line(text)), undefined, why);
+  }
+});
+
+Deno.test("split chunk data decodes like the general path, with and without padding", () => {
+  const enc = new TextEncoder();
+  for (const size of [4500, 4501, 4502, 262142, 262143, 262144]) {
+    const bytes = crypto.getRandomValues(new Uint8Array(Math.min(size, 65536)));
+    const data = new Uint8Array(size);
+    for (let i = 0; i < size; i += bytes.length) {
+      data.set(bytes.subarray(0, Math.min(bytes.length, size - i)), i);
+    }
+    const line = enc.encode(
+      `{"t":"chunk","id":"1","ts":"x","ref":"r","n":0,"last":true,"data":"${
+        encodeBase64(data)
+      }"}`,
+    );
+    const split = splitChunkLine(line);
+    assert.ok(split, `size ${size}`);
+    assert.deepEqual(split.bytes, data, `size ${size}`);
+    releaseChunkBytes(split.bytes);
+  }
+});
