@@ -10,15 +10,17 @@
  * {@link Connection} (and each {@link Dialer}) is instead an independent
  * actor made with `createActor`, held in a Map keyed by the remote key, and
  * watched through its own `subscribe` error channel and its `closed`
- * promise. {@link supervisorMachine} tracks only lifecycle (running,
- * stopping, stopped) and counts, so its snapshot stays O(1). Anything that
+ * promise. {@link supervisorMachine} holds the lifecycle (running,
+ * stopping, stopped), the counts, and the one-connection-per-key decision
+ * (its AUTHENTICATED guards), so its snapshot stays O(1). Anything that
  * does get spawned or invoked into it fails through `xstate.error.actor.*`,
  * which it records and survives.
  *
  * Rules kept here:
  * - one active connection per remote key (NOTES item 4): a newly
  *   authenticated connection replaces the older one before its resume is
- *   processed (in Connection's `onAuthenticated`), except that when both
+ *   processed (in Connection's `onAuthenticated`; the chart's guards
+ *   decide), except that when both
  *   came up within `simultaneousWindowMs` (a simultaneous open) both sides
  *   keep the connection dialed by the smaller key;
  * - a handler that throws, or a connection whose actor fails, is reported
@@ -56,6 +58,7 @@ import {
   type ActorInspection,
   type SupervisorCounts,
   type SupervisorEvent,
+  type SupervisorHost,
   supervisorMachine,
   type SupervisorMachineEvent,
 } from "./supervisor_machine.ts";
@@ -170,10 +173,10 @@ export class Supervisor {
     );
     const inspect = options.inspect;
     this.#inspect = inspect;
-    this.actor = createActor(
-      supervisorMachine,
-      inspect ? { inspect: inspect.observer } : {},
-    );
+    this.actor = createActor(supervisorMachine, {
+      input: { host: this.#host as SupervisorHost<unknown> },
+      ...(inspect ? { inspect: inspect.observer } : {}),
+    });
     inspect?.register(this.actor, { kind: "supervisor", label: "supervisor" });
   }
 
@@ -229,7 +232,9 @@ export class Supervisor {
 
   /** Counts: connections, active peers, listeners, failures survived. */
   get counts(): SupervisorCounts {
-    return { ...this.actor.getSnapshot().context };
+    const { connections, active, listeners, failures } =
+      this.actor.getSnapshot().context;
+    return { connections, active, listeners, failures };
   }
 
   /** The lifecycle state: running, stopping or stopped. */
@@ -685,40 +690,54 @@ export class Supervisor {
     return conn;
   }
 
-  /** One active connection per key; runs before the new one's resume. */
+  /**
+   * One active connection per key; runs before the new one's resume. The
+   * chart decides (AUTHENTICATED: the smaller-key rule, replace, refuse
+   * while stopping); its actions call back into {@link #host}.
+   */
   #activate(conn: Connection): void {
     const remote = conn.remote;
-    if (!remote || this.#stopping) {
-      conn.close(this.#stopping ? "shutting down" : "no remote");
+    if (!remote || this.actor.getSnapshot().status !== "active") {
+      conn.close(remote ? "shutting down" : "no remote");
       return;
     }
     const peer = remote.key;
     const old = this.#active.get(peer);
-    const now = Date.now();
-    if (old && old.conn !== conn) {
-      const window = this.#o.simultaneousWindowMs ?? 5_000;
-      const dialerOf = (c: Connection) => c.dialed ? this.key : peer;
-      if (now - old.since < window && dialerOf(old.conn) < dialerOf(conn)) {
-        conn.close(
-          "duplicate connection (simultaneous open): keeping the one dialed by the smaller key",
-        );
-        this.#emit({
-          type: "duplicate",
-          peer,
-          kept: old.conn.dialed ? "dialed" : "accepted",
-        });
-        return;
-      }
-      this.#active.delete(peer);
-      this.#send({ type: "DEACTIVATED" });
-      old.conn.close("replaced by a newer connection");
-      this.#emit({ type: "replaced", peer });
-    }
-    if (!old || old.conn !== conn) {
-      this.#active.set(peer, { conn, since: now });
-      this.#send({ type: "ACTIVATED" });
-    }
+    if (old?.conn === conn) return;
+    const dialedBy = (c: Connection) => c.dialed ? this.key : peer;
+    this.actor.send({
+      type: "AUTHENTICATED",
+      peer,
+      conn: { conn, dialedBy: dialedBy(conn) },
+      other: old &&
+        { conn: old.conn, dialedBy: dialedBy(old.conn), since: old.since },
+      at: Date.now(),
+      windowMs: this.#o.simultaneousWindowMs ?? 5_000,
+    });
   }
+
+  /** What the chart's AUTHENTICATED actions do. */
+  #host: SupervisorHost<Connection> = {
+    activate: (peer, conn, at) => {
+      this.#active.set(peer, { conn, since: at });
+    },
+    closeDuplicate: (peer, conn, kept) => {
+      conn.close(
+        "duplicate connection (simultaneous open): keeping the one dialed by the smaller key",
+      );
+      this.#emit({
+        type: "duplicate",
+        peer,
+        kept: kept.dialed ? "dialed" : "accepted",
+      });
+    },
+    closeReplaced: (peer, conn) => {
+      this.#active.delete(peer);
+      conn.close("replaced by a newer connection");
+      this.#emit({ type: "replaced", peer });
+    },
+    refuse: (conn) => conn.close("shutting down"),
+  };
 
   #established(conn: Connection, remote: RemoteHello, remoteAddr: string) {
     const peer = remote.key;

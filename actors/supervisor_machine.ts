@@ -1,6 +1,8 @@
 /**
- * The supervisor's own statechart: lifecycle (running, stopping, stopped)
- * and counts only; and the events the supervisor reports. Connections are not its children (see
+ * The supervisor's own statechart: lifecycle (running, stopping, stopped),
+ * counts, and which connection to a key is kept when a second one
+ * authenticates (the smaller-key rule of NOTES item 4); and the events the
+ * supervisor reports. Connections are not its children (see
  * actors/supervisor.ts for why), so its snapshot stays O(1).
  *
  * @module
@@ -70,11 +72,47 @@ export interface SupervisorCounts {
   failures: number;
 }
 
+/** A connection to `peer` as the chart weighs it: who dialed it, since when active. */
+export interface Contender<C> {
+  conn: C;
+  /** The key of the side that dialed it. */
+  dialedBy: string;
+  /** When it became the peer's active connection (ms since the epoch). */
+  since?: number;
+}
+
+/**
+ * A connection authenticated: `other` is the peer's active connection, if
+ * another one is. Within `windowMs` of `other` becoming active, the one
+ * dialed by the smaller key stays (a simultaneous open, NOTES item 4);
+ * later, the new one replaces it (the remote reconnected).
+ */
+export interface Authenticated<C> {
+  type: "AUTHENTICATED";
+  peer: string;
+  conn: Contender<C>;
+  other?: Contender<C>;
+  at: number;
+  windowMs: number;
+}
+
+/** What the chart's actions ask of the supervisor. */
+export interface SupervisorHost<C> {
+  /** `conn` is now the peer's active connection. */
+  activate(peer: string, conn: C, at: number): void;
+  /** `conn` loses to the peer's active one (simultaneous open): closed. */
+  closeDuplicate(peer: string, conn: C, kept: C): void;
+  /** The peer's active `conn` is replaced by a newer one: closed. */
+  closeReplaced(peer: string, conn: C): void;
+  /** We are stopping: `conn` is closed. */
+  refuse(conn: C): void;
+}
+
 /** Events of {@link supervisorMachine}. */
 export type SupervisorMachineEvent =
   | { type: "CONNECTION_STARTED" }
   | { type: "CONNECTION_ENDED" }
-  | { type: "ACTIVATED" }
+  | Authenticated<unknown>
   | { type: "DEACTIVATED" }
   | { type: "LISTENING" }
   | { type: "LISTENER_CLOSED" }
@@ -98,17 +136,53 @@ export type SupervisorMachineEvent =
  */
 export const supervisorMachine = setup({
   types: {
-    context: {} as SupervisorCounts,
+    context: {} as SupervisorCounts & { host?: SupervisorHost<unknown> },
+    input: {} as { host?: SupervisorHost<unknown> } | undefined,
     events: {} as
       | SupervisorMachineEvent
       | { type: `xstate.error.actor.${string}`; error: unknown },
   },
+  guards: {
+    /** Simultaneous open: the other one is recent and dialed by the smaller key. */
+    otherKeptBySmallerKey: ({ event }) => {
+      const e = event as Authenticated<unknown>;
+      return e.other !== undefined && e.other.since !== undefined &&
+        e.at - e.other.since < e.windowMs &&
+        e.other.dialedBy < e.conn.dialedBy;
+    },
+    /** Another connection to the peer is active: the new one replaces it. */
+    replacesOther: ({ event }) =>
+      (event as Authenticated<unknown>).other !== undefined,
+  },
   actions: {
     countFailure: assign({ failures: ({ context }) => context.failures + 1 }),
+    closeDuplicate: ({ context, event }) => {
+      const e = event as Authenticated<unknown>;
+      context.host?.closeDuplicate(e.peer, e.conn.conn, e.other!.conn);
+    },
+    closeReplaced: ({ context, event }) => {
+      const e = event as Authenticated<unknown>;
+      context.host?.closeReplaced(e.peer, e.other!.conn);
+    },
+    activate: ({ context, event }) => {
+      const e = event as Authenticated<unknown>;
+      context.host?.activate(e.peer, e.conn.conn, e.at);
+    },
+    countActive: assign({ active: ({ context }) => context.active + 1 }),
+    uncountActive: assign({ active: ({ context }) => context.active - 1 }),
+    refuse: ({ context, event }) => {
+      context.host?.refuse((event as Authenticated<unknown>).conn.conn);
+    },
   },
 }).createMachine({
   id: "supervisor",
-  context: { connections: 0, active: 0, listeners: 0, failures: 0 },
+  context: ({ input }) => ({
+    connections: 0,
+    active: 0,
+    listeners: 0,
+    failures: 0,
+    host: input?.host,
+  }),
   initial: "running",
   on: {
     CONNECTION_STARTED: {
@@ -121,12 +195,7 @@ export const supervisorMachine = setup({
         connections: ({ context }) => context.connections - 1,
       }),
     },
-    ACTIVATED: {
-      actions: assign({ active: ({ context }) => context.active + 1 }),
-    },
-    DEACTIVATED: {
-      actions: assign({ active: ({ context }) => context.active - 1 }),
-    },
+    DEACTIVATED: { actions: "uncountActive" },
     LISTENING: {
       actions: assign({ listeners: ({ context }) => context.listeners + 1 }),
     },
@@ -138,8 +207,28 @@ export const supervisorMachine = setup({
     "xstate.error.actor.*": { actions: "countFailure" },
   },
   states: {
-    running: { on: { STOP: "stopping" } },
-    stopping: { on: { STOPPED: "stopped" } },
+    running: {
+      on: {
+        STOP: "stopping",
+        // One active connection per key.
+        AUTHENTICATED: [
+          { guard: "otherKeptBySmallerKey", actions: "closeDuplicate" },
+          {
+            guard: "replacesOther",
+            actions: [
+              "closeReplaced",
+              "uncountActive",
+              "activate",
+              "countActive",
+            ],
+          },
+          { actions: ["activate", "countActive"] },
+        ],
+      },
+    },
+    stopping: {
+      on: { STOPPED: "stopped", AUTHENTICATED: { actions: "refuse" } },
+    },
     stopped: { type: "final" },
   },
 });
