@@ -116,25 +116,6 @@ export type SessionRoute =
   | "notePong"
   | "control";
 
-/**
- * The routes of {@link TRAFFIC} that end in one host action, by type.
- * While the session is up the chart hands this table to the host (entry
- * and exit actions of resume and open), which applies it to schema-valid
- * lines without a chart step each: a macrostep costs ~20 µs, and every
- * message would pay two (its line and its ack). Every other line is still
- * a `FRAME` event. TRAFFIC routes the same types the same way.
- */
-export const SESSION_ROUTES: ReadonlyMap<string, SessionRoute> = new Map<
-  string,
-  SessionRoute
->([
-  ...[...COMMITTED].map((t) => [t, "stage"] as [string, SessionRoute]),
-  ["ack", "takeAck"],
-  ["ping", "answerPing"],
-  ["pong", "notePong"],
-  ...[...CONTROL].map((t) => [t, "control"] as [string, SessionRoute]),
-]);
-
 /** Checked first in resume and open: lines that fail their schema. */
 export const SCHEMA = [
   {
@@ -195,3 +176,32 @@ export const frameGuards = {
   committed: ({ event }: GuardArgs) => COMMITTED.has(tOf(event) ?? ""),
   controlLine: ({ event }: GuardArgs) => CONTROL.has(tOf(event) ?? ""),
 };
+
+const SESSION_ACTIONS: ReadonlySet<string> = new Set<SessionRoute>([
+  "stage",
+  "takeAck",
+  "answerPing",
+  "notePong",
+  "control",
+]);
+
+/**
+ * The routes of {@link TRAFFIC} that end in one host action, by type:
+ * derived from TRAFFIC itself (its first matching guard for a line of each
+ * known type), so the two cannot disagree. While the session is up the
+ * chart hands this table to the host (entry and exit actions of resume and
+ * open), which applies it to schema-valid lines without a chart step each:
+ * a macrostep costs ~20 µs, and every message would pay two (its line and
+ * its ack). Every other line is still a `FRAME` event.
+ */
+export const SESSION_ROUTES: ReadonlyMap<string, SessionRoute> = new Map(
+  MESSAGE_TYPES.flatMap((t): Array<[string, SessionRoute]> => {
+    const event = { type: "FRAME", frame: { message: { t } } };
+    const args = { context: {}, event } as unknown as GuardArgs;
+    const route = TRAFFIC.find((r) => frameGuards[r.guard](args));
+    const action = route?.actions;
+    return typeof action === "string" && SESSION_ACTIONS.has(action)
+      ? [[t, action as SessionRoute]]
+      : [];
+  }),
+);

@@ -26,7 +26,12 @@ import type { ReceivedLine } from "./connection.ts";
 const MAX_UNCOMMITTED_BYTES = 4 * 1024 * 1024;
 
 /** A received content line waiting for its commit; `size` is its length on the wire. */
-type Pending = IncomingLine & { received: ReceivedLine; size: number };
+type Pending = IncomingLine & {
+  received: ReceivedLine;
+  size: number;
+  /** A chunk or a request: it (and its thread) passes `beforeCommit` first. */
+  held: boolean;
+};
 
 /** What the committer asks of its connection. */
 export interface CommitterHost {
@@ -100,12 +105,12 @@ export class ReceiveCommitter {
   }
 
   /** Reading may go on: the bytes in flight are under the bound (or nothing more will commit). */
-  get hasRoom(): boolean {
+  get #hasRoom(): boolean {
     return this.#uncommittedBytes <= MAX_UNCOMMITTED_BYTES || this.#failed;
   }
 
   /** Resolves when a commit finished (or failed). */
-  waitForCommit(): Promise<void> {
+  #waitForCommit(): Promise<void> {
     return new Promise<void>((wake) => this.#waiters.push(wake));
   }
 
@@ -117,7 +122,7 @@ export class ReceiveCommitter {
     const hold = this.#hold;
     this.#hold = undefined;
     await hold;
-    while (!this.hasRoom && !stopped()) await this.waitForCommit();
+    while (!this.#hasRoom && !stopped()) await this.#waitForCommit();
   }
 
   /** Adds a content line read in this turn (committed by {@link commit}). */
@@ -133,6 +138,7 @@ export class ReceiveCommitter {
       received: frame,
       // A chunk whose bytes went to their file (onChunk) holds only its line.
       size: m.t === "chunk" && !frame.bytes ? frame.raw.length : frame.size,
+      held: m.t === "chunk" || this.#host.needsBeforeCommit(m),
     });
   }
 
@@ -169,11 +175,7 @@ export class ReceiveCommitter {
     if (this.#syncing.size === 0 || this.#failed) return [];
     const waiting = new Set(this.#syncing);
     for (const l of this.#uncommitted) waiting.add(l.th ?? "");
-    for (const l of batch) {
-      if (l.t === "chunk" || this.#host.needsBeforeCommit(l.received.message)) {
-        waiting.add(l.th ?? "");
-      }
-    }
+    for (const l of batch) if (l.held) waiting.add(l.th ?? "");
     const now = batch.filter((l) => !waiting.has(l.th ?? ""));
     if (now.length === 0) return now;
     const rest = batch.filter((l) => waiting.has(l.th ?? ""));
@@ -204,11 +206,7 @@ export class ReceiveCommitter {
       // requests (an acked request is a promise). Order within a thread is
       // kept.
       const synced = new Set<string>();
-      for (const l of lines) {
-        if (
-          l.t === "chunk" || this.#host.needsBeforeCommit(l.received.message)
-        ) synced.add(l.th ?? "");
-      }
+      for (const l of lines) if (l.held) synced.add(l.th ?? "");
       const early = lines.filter((l) => !synced.has(l.th ?? ""));
       const late = early.length === lines.length
         ? []
