@@ -8,7 +8,7 @@
  */
 
 import { type ChunkFrame, ChunkFramer } from "../storage/chunk_frame.ts";
-import type { OutboxEntry } from "../storage/store.ts";
+import { entryLine, type OutboxEntry } from "../storage/store.ts";
 import { errorText } from "../wire/error_text.ts";
 
 /** A line to write: a JSON object with its type. */
@@ -97,7 +97,7 @@ export class OutboxWriter {
    */
   tryWriteNow(entries: OutboxEntry[]): boolean {
     if (!this.#mayOvertake(entries)) return false;
-    for (const entry of entries) this.#writeLine(entry, lineOf(entry));
+    for (const entry of entries) this.#writeLine(entry, entryLine(entry));
     return true;
   }
 
@@ -191,7 +191,7 @@ export class OutboxWriter {
             this.#host.writeFrame(frame);
             this.#host.sent(entry);
           }
-        } else this.#writeLine(entry, lineOf(entry));
+        } else this.#writeLine(entry, entryLine(entry));
       } finally {
         this.#release(entry);
       }
@@ -213,10 +213,4 @@ export class OutboxWriter {
       this.#written.delete(this.#written.values().next().value!);
     }
   }
-}
-
-/** The wire line of an outbox entry without a chunk. */
-function lineOf(entry: OutboxEntry): WireLine {
-  const { t, ...rest } = entry.fields;
-  return { t, id: entry.id, ts: entry.ts, ...rest };
 }

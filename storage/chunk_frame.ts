@@ -11,8 +11,9 @@
  * @module
  */
 
-import { BlobSourceError, sourceReason } from "./spool.ts";
-import type { OutboxEntry } from "./store.ts";
+import { BlobSourceError, readFullyAt, sourceReason } from "./spool.ts";
+import { entryLine, type OutboxEntry } from "./store.ts";
+import { encodeBase64 } from "../wire/base64.ts";
 import { MAX_LINE_BYTES } from "../wire/frame.ts";
 
 const encoder = new TextEncoder();
@@ -20,11 +21,6 @@ const encoder = new TextEncoder();
 const TAIL = encoder.encode('"}\n');
 /** Frame buffers kept for reuse (a sender's write window holds a few). */
 const POOL_SIZE = 8;
-
-/** The TC39 base64 encoder (Deno 2.x). */
-interface NativeBase64 {
-  toBase64(): string;
-}
 
 /** One chunk line, ready for the socket. */
 export interface ChunkFrame {
@@ -79,10 +75,9 @@ export class ChunkFramer {
     // The blob's last chunk: let go of its file (the spool removes it once
     // acked, and an open handle would keep its disk space).
     if (entry.fields.last === true) this.close();
-    const data = (bytes as unknown as NativeBase64).toBase64();
+    const data = encodeBase64(bytes);
     // Envelope first, as on every line we write; data last.
-    const { t, ...rest } = entry.fields;
-    const line = { t, id: entry.id, ts: entry.ts, ...rest, data: "" };
+    const line = { ...entryLine(entry), data: "" };
     const raw = JSON.stringify(line);
     // raw ends with `"data":""}`: the data goes between the quotes.
     const head = raw.slice(0, -2);
@@ -166,20 +161,7 @@ export class ChunkFramer {
       if ((await file.stat()).nlink === 0) {
         throw new Deno.errors.NotFound(path);
       }
-      await file.seek(offset, Deno.SeekMode.Start);
-      let done = 0;
-      while (done < length) {
-        const n = await file.read(bytes.subarray(done));
-        if (n === null) {
-          throw new BlobSourceError(
-            path,
-            `spooled file ends at ${offset + done}, chunk needs ${
-              offset + length
-            }`,
-          );
-        }
-        done += n;
-      }
+      await readFullyAt(file, path, offset, bytes);
     } catch (error) {
       // A later chunk opens the file again (it may have been replaced).
       this.close();

@@ -12,11 +12,12 @@
 import { createSha256, randomHex } from "./sha256.ts";
 import { encodeBase64 } from "../wire/base64.ts";
 import { errorText } from "../wire/error_text.ts";
-import type {
-  BlobRecord,
-  ChunkSource,
-  OutboxDraft,
-  OutboxEntry,
+import {
+  type BlobRecord,
+  type ChunkSource,
+  entryLine,
+  type OutboxDraft,
+  type OutboxEntry,
 } from "./store.ts";
 
 /** Recommended chunk payload size before encoding (SPEC 9.3): 256 KiB. */
@@ -288,23 +289,48 @@ export async function readChunk(source: ChunkSource): Promise<Uint8Array> {
     throw new BlobSourceError(source.path, sourceReason(error));
   }
   try {
-    await file.seek(source.offset, Deno.SeekMode.Start);
-    let done = 0;
-    while (done < bytes.length) {
-      const n = await file.read(bytes.subarray(done));
-      if (n === null) {
-        throw new BlobSourceError(
-          source.path,
-          `spooled file ends at ${source.offset + done}, chunk needs ${
-            source.offset + source.length
-          }`,
-        );
-      }
-      done += n;
-    }
+    await readFullyAt(file, source.path, source.offset, bytes);
     return bytes;
   } finally {
     file.close();
+  }
+}
+
+/**
+ * Fills `bytes` from `file` (the spooled file at `path`) at `offset`;
+ * throws {@linkcode BlobSourceError} when the file ends first.
+ *
+ * @example
+ * ```ts
+ * import { readFullyAt } from "./spool.ts";
+ * const dir = await Deno.makeTempDir();
+ * await Deno.writeTextFile(`${dir}/f`, "abcdef");
+ * using file = await Deno.open(`${dir}/f`);
+ * const bytes = new Uint8Array(2);
+ * await readFullyAt(file, `${dir}/f`, 4, bytes);
+ * console.log(new TextDecoder().decode(bytes)); // "ef"
+ * await Deno.remove(dir, { recursive: true });
+ * ```
+ */
+export async function readFullyAt(
+  file: Deno.FsFile,
+  path: string,
+  offset: number,
+  bytes: Uint8Array,
+): Promise<void> {
+  await file.seek(offset, Deno.SeekMode.Start);
+  let done = 0;
+  while (done < bytes.length) {
+    const n = await file.read(bytes.subarray(done));
+    if (n === null) {
+      throw new BlobSourceError(
+        path,
+        `spooled file ends at ${offset + done}, chunk needs ${
+          offset + bytes.length
+        }`,
+      );
+    }
+    done += n;
   }
 }
 
@@ -370,9 +396,7 @@ export async function chunkMessage(
     throw new BlobSourceError(entry.id, "outbox entry has no chunk source");
   }
   const bytes = await readChunk(entry.chunk);
-  // Envelope first, as on every line we write.
-  const { t, ...rest } = entry.fields;
-  return { t, id: entry.id, ts: entry.ts, ...rest, data: encodeBase64(bytes) };
+  return { ...entryLine(entry), data: encodeBase64(bytes) };
 }
 
 /**

@@ -106,6 +106,28 @@ export interface OutboxEntry {
   queuedAt: number;
 }
 
+/**
+ * The wire line of an outbox entry: `t`, its id and ts, then its stored
+ * fields (the envelope first, as on every line we write). A chunk's `data`
+ * is added by whoever reads its bytes.
+ *
+ * @example
+ * ```ts
+ * import { entryLine } from "./store.ts";
+ * const line = entryLine({
+ *   peer: "p", id: "01", ts: "2026-01-01T00:00:00.000Z", t: "msg", queuedAt: 0,
+ *   fields: { t: "msg", th: "t1", parts: [] },
+ * });
+ * console.log(Object.keys(line).join(",")); // "t,id,ts,th,parts"
+ * ```
+ */
+export function entryLine(
+  entry: OutboxEntry,
+): Record<string, unknown> & { t: string } {
+  const { t, ...rest } = entry.fields;
+  return { t, id: entry.id, ts: entry.ts, ...rest };
+}
+
 /** A received content line, to be committed before its ack. */
 export interface IncomingLine {
   /** The line's id. */
