@@ -63,8 +63,6 @@ export function splitChunkLine(bytes: Uint8Array): SplitChunkLine | undefined {
   } catch {
     return undefined;
   }
-  // Only the standard alphabet (what the schema's pattern allows).
-  if (text.includes("-") || text.includes("_")) return undefined;
   let message: unknown;
   let data: Uint8Array | undefined;
   try {
@@ -113,8 +111,17 @@ function decodePooled(text: string): Uint8Array | undefined {
     pooled.add(buffer);
   }
   const view = new Uint8Array(buffer, 0, size);
-  const { read, written } = (view as unknown as NativeSetFromBase64)
-    .setFromBase64(text, { alphabet: "base64", lastChunkHandling: "loose" });
+  let read: number;
+  let written: number;
+  try {
+    // Only the standard alphabet (what the schema's pattern allows): a
+    // `-` or `_` throws here.
+    ({ read, written } = (view as unknown as NativeSetFromBase64)
+      .setFromBase64(text, { alphabet: "base64", lastChunkHandling: "loose" }));
+  } catch {
+    releaseChunkBytes(view);
+    return undefined;
+  }
   // Skipped whitespace or stopped early: not ours to accept here.
   if (read !== text.length || written !== size) {
     releaseChunkBytes(view);
