@@ -107,9 +107,12 @@ export class ReceivedLines {
     const pk = keyText(peer);
     // The `rx` rows are not read ahead: a line above its thread's `max` is
     // new without a read, which is every line of an in-order sender.
-    const prefetch: Key[] = lines.flatMap((line) => {
+    // The thread record is read only for a msg or state (`touch`).
+    const prefetch: Key[] = lines.flatMap((line): Key[] => {
       const tk = threadKey(line.th);
-      return [["seen", pk, tk], ["thr", pk, tk]];
+      return line.th !== undefined && (line.t === "msg" || line.t === "state")
+        ? [["seen", pk, tk], ["thr", pk, tk]]
+        : [["seen", pk, tk]];
     });
     return this.#c.submit(false, async (tx) => {
       const out: ReceiveOutcome[] = [];
