@@ -11,6 +11,7 @@
 
 import { LineReader } from "../wire/line_reader.ts";
 import { ensureSocketDir } from "./home.ts";
+import { writeAll } from "../net/write_all.ts";
 import { errorText } from "../wire/error_text.ts";
 
 /** One request to the daemon. */
@@ -225,11 +226,6 @@ function parseRequest(text: string): ControlRequest {
     ? v.args as Record<string, unknown>
     : {};
   return { op: v.op, args };
-}
-
-async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
-  let off = 0;
-  while (off < bytes.length) off += await conn.write(bytes.subarray(off));
 }
 
 /**

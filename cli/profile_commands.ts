@@ -19,6 +19,7 @@ import type { RequestResult } from "./protocol.ts";
 import type { ReceivedBlob } from "../peer/peer_events.ts";
 import { decodeBase64, encodeBase64 } from "../wire/base64.ts";
 import { errorText } from "../wire/error_text.ts";
+import { writeAll } from "../net/write_all.ts";
 
 /** How long `cat`, `put` and `ls` wait for the answer by default. */
 const FS_TIMEOUT = "1m";
@@ -78,14 +79,6 @@ function needPeerAndPath(ctx: CommandContext, what: string): string {
   if (p.length < 2) throw new UsageError(`missing peer and ${what}`);
   atMostPositionals(ctx.args, 2);
   return p[1];
-}
-
-async function writeAll(
-  sink: { write(p: Uint8Array): Promise<number> },
-  bytes: Uint8Array,
-) {
-  let done = 0;
-  while (done < bytes.length) done += await sink.write(bytes.subarray(done));
 }
 
 /** The files the result came with, received. */

@@ -11,12 +11,10 @@
 
 import { errorText } from "../wire/error_text.ts";
 import { concat } from "./websocket_frames.ts";
+import { type ByteSink, writeAll } from "./write_all.ts";
 
 /** Where a {@link BatchedWriter} writes: a socket (`Deno.Conn`). */
-export interface ByteSink {
-  /** Writes some of `bytes`; resolves with how many were taken. */
-  write(bytes: Uint8Array): Promise<number>;
-}
+export type { ByteSink };
 
 /** Options of {@link BatchedWriter}. */
 export interface BatchedWriterOptions {
@@ -136,10 +134,7 @@ export class BatchedWriter {
           parts.push(bytes);
         }
         const bytes = parts.length === 1 ? parts[0] : concat(parts);
-        let at = 0;
-        while (at < bytes.length) {
-          at += await this.#sink.write(bytes.subarray(at));
-        }
+        await writeAll(this.#sink, bytes);
         for (const p of this.#queue.splice(0, count)) p.resolve();
       }
     } catch (e) {

@@ -52,6 +52,7 @@ import {
 import { ConnectionGate, type ConnectionLimits } from "./connection_gate.ts";
 import { softFdLimit } from "./fd_limit.ts";
 import { BatchedWriter } from "./batched_writer.ts";
+import { writeAll } from "./write_all.ts";
 import {
   isIpLiteral,
   socketAddressText as addrText,
@@ -319,12 +320,6 @@ export class WebSocketTransport implements Transport {
       } catch { /* already closed */ }
     });
   }
-}
-
-/** Writes all of `bytes` (a socket write may take only part). */
-async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
-  let at = 0;
-  while (at < bytes.length) at += await conn.write(bytes.subarray(at));
 }
 
 /** Lines as the byte stream TCP would carry: each followed by "\n". */
