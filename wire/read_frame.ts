@@ -71,8 +71,9 @@ export function readFrame(bytes: Uint8Array): FrameResult {
   const data = message.t === "chunk"
     ? split?.bytes ?? decodedChunk(message)
     : undefined;
-  const valid = validateMessage(data ? { ...message, data: "" } : message);
+  // The bytes are checked; the schema sees the line without them.
   if (data) message.data = "";
+  const valid = validateMessage(message);
   const frame: Frame = {
     message: message as unknown as Message,
     raw: split ? split.raw : data ? JSON.stringify(message) : parsed.raw,
