@@ -22,7 +22,7 @@ import {
   StorePermissionsError,
   StoreUnavailableError,
 } from "../storage/open_store.ts";
-import { parseAddress } from "../wire/address.ts";
+import { DEFAULT_PORT, parseAddress } from "../wire/address.ts";
 import { ControlError, type ControlRequest, ControlServer } from "./control.ts";
 import {
   DaemonConfigError,
@@ -102,7 +102,6 @@ export interface DaemonOptions {
 
 const CONFIG_META = "cli:config";
 const STORE_MARKER_META = "cli:store-marker";
-const DEFAULT_TCP_PORT = 7000;
 const DEFAULT_WEB_PORT = 7788;
 
 interface Config {
@@ -580,7 +579,7 @@ class Daemon {
     await Deno.remove(this.#paths.peerSocket).catch(() => {});
     this.#addrs.push(await this.#peer.listen(`unix:${this.#paths.peerSocket}`));
     await Deno.chmod(this.#paths.peerSocket, 0o600); // like every file in the home
-    for (let port = DEFAULT_TCP_PORT; port < DEFAULT_TCP_PORT + 100; port++) {
+    for (let port = DEFAULT_PORT; port < DEFAULT_PORT + 100; port++) {
       try {
         this.#addrs.push(await this.#peer.listen(`tcp:127.0.0.1:${port}`));
         return;

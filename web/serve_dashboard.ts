@@ -259,18 +259,19 @@ export async function serveDashboard(
     });
   };
 
-  const served = await serveHttp({ hostname, port: options.port }, handler);
-  const { server, shownHost: shown } = served;
-  const addr = { port: served.port };
-  const bound = `${shown}:${addr.port}`.toLowerCase();
+  const { server, port, shownHost: shown } = await serveHttp(
+    { hostname, port: options.port },
+    handler,
+  );
+  const bound = `${shown}:${port}`.toLowerCase();
   hosts = new Set([bound]);
   if (shown === "127.0.0.1" || shown === "[::1]") {
-    hosts.add(`localhost:${addr.port}`);
+    hosts.add(`localhost:${port}`);
   }
   for (const h of options.allowHosts ?? []) {
     const name = h.trim().toLowerCase();
     hosts.add(name);
-    if (!/:\d+$/.test(name)) hosts.add(`${name}:${addr.port}`);
+    if (!/:\d+$/.test(name)) hosts.add(`${name}:${port}`);
   }
   origin = `http://${bound}`;
   return {
