@@ -34,8 +34,8 @@ export type ResolvedPeer =
   | { kind: "address"; address: string };
 
 import { expandShortAddress } from "../wire/address.ts";
-
-const KEY_PREFIX = "ed25519:";
+import { KEY_PREFIX } from "../wire/key_text.ts";
+import { shortKey } from "./person_text.ts";
 
 function isAddress(text: string): boolean {
   return /^(tcp|unix|wss?):/.test(text);
@@ -48,7 +48,7 @@ function one(
 ): NamedPeer | undefined {
   if (matches.length === 1) return matches[0];
   if (matches.length > 1) {
-    const prefix = (p: NamedPeer) => p.key.slice(KEY_PREFIX.length, 16);
+    const prefix = (p: NamedPeer) => shortKey(p.key);
     const list = matches.map((p) =>
       p.name ? `${p.name} (${prefix(p)})` : prefix(p)
     ).join(", ");
