@@ -10,8 +10,17 @@ import type { Store } from "../storage/store.ts";
 /** Thread states after which a thread is no longer open. */
 const DONE_STATES: ReadonlySet<string> = new Set(["done", "failed", "closed"]);
 
-/** Default outbox retention: a thread idle longer is not open (7 days). */
-const DEFAULT_RETENTION_MS = 7 * 86_400_000;
+/**
+ * Default outbox retention (`retentionMs`): an entry or thread idle longer
+ * is expired, and such a thread is not open (7 days).
+ *
+ * @example
+ * ```ts
+ * import { DEFAULT_RETENTION_MS } from "./wanted_in_store.ts";
+ * console.log(DEFAULT_RETENTION_MS / 86_400_000); // 7
+ * ```
+ */
+export const DEFAULT_RETENTION_MS = 7 * 86_400_000;
 
 /**
  * True when `peer` has unacked outbox entries, or a thread that neither

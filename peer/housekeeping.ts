@@ -8,9 +8,7 @@
 
 import type { Store } from "../storage/store.ts";
 import type { PeerBlobs } from "./peer_blobs.ts";
-
-/** Outbox retention for "open thread" by default: 7 days. */
-const RETENTION_MS = 7 * 86_400_000;
+import { DEFAULT_RETENTION_MS } from "../actors/wanted_in_store.ts";
 
 /**
  * The periodic clean-ups of one Peer; the timers never keep the process up.
@@ -38,7 +36,7 @@ export class Housekeeping {
 
   /** Starts both timers. */
   start(options: { retentionMs?: number; blobTtlMs: number }): void {
-    this.#retain(5_000, options.retentionMs ?? RETENTION_MS);
+    this.#retain(5_000, options.retentionMs ?? DEFAULT_RETENTION_MS);
     this.#expireBlobs(options.blobTtlMs);
   }
 

@@ -432,7 +432,9 @@ export class PeerBlobs {
     const size = bytes?.byteLength ?? decodedBytes([chunk]);
     this.#unwritten += size;
     // Arrivals take their sinks in order (a sink writes in call order).
-    const step = this.#arrivals.then(() => this.#arrive(peer, chunk, bytes));
+    const step = this.#arrivals.then(() =>
+      this.#arrive(peer, chunk, bytes, size)
+    );
     this.#arrivals = step.then(() => {}, () => {});
     const taken = step.then((a) => a.written.then((w) => ({ ...a, ...w })))
       .finally(() => {
@@ -449,10 +451,10 @@ export class PeerBlobs {
     peer: string,
     chunk: Chunk,
     bytes: Uint8Array | undefined,
+    adding: number,
   ): Promise<{ sink: BlobSink; over?: string; written: Promise<Appended> }> {
     const id = `${peer} ${chunk.ref}`;
     const sink = await this.#sinkFor(peer, chunk.ref, chunk.th);
-    const adding = bytes?.byteLength ?? decodedBytes([chunk]);
     const over = sink.status === "active"
       ? await this.#budget.over(peer, chunk.ref, adding, sink.bytes)
       : undefined;

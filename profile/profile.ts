@@ -159,6 +159,30 @@ export interface ProfileContext {
   log?(record: ServeRecord): void;
 }
 
+/**
+ * True when `msg` has a part asking for a profile capability (no matter
+ * whether the sender holds it or we serve it).
+ *
+ * @example
+ * ```ts
+ * import { hasRequests } from "./profile.ts";
+ * const run = { k: "data", mime: "application/vnd.awp.exec+json", data: {} };
+ * console.log(hasRequests({ parts: [run] }), hasRequests({ parts: [] })); // true false
+ * ```
+ */
+export function hasRequests(msg: unknown): boolean {
+  return isRecord(msg) && Array.isArray(msg.parts) &&
+    msg.parts.some((p) => requestCap(p) !== undefined);
+}
+
+/** The capability a part asks for, if it is a request part. */
+function requestCap(part: unknown): ProfileCap | undefined {
+  if (!isRecord(part) || part.k !== "data" || typeof part.mime !== "string") {
+    return undefined;
+  }
+  return REQUEST_MIMES[part.mime.trim().toLowerCase()];
+}
+
 function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === "object" && !Array.isArray(value);
 }
@@ -181,10 +205,9 @@ export function findRequests(
   if (!isRecord(msg) || !Array.isArray(msg.parts)) return [];
   const out: ProfileRequest[] = [];
   msg.parts.forEach((p: unknown, i: number) => {
-    if (!isRecord(p) || p.k !== "data" || typeof p.mime !== "string") return;
-    const mime = p.mime.trim().toLowerCase();
-    const cap = REQUEST_MIMES[mime];
-    if (cap === undefined) return;
+    const cap = requestCap(p);
+    if (cap === undefined || !isRecord(p)) return;
+    const mime = (p.mime as string).trim().toLowerCase();
     const allowed = context.caps.has(cap);
     out.push({
       part: i,

@@ -22,6 +22,7 @@
 
 import {
   findRequests,
+  hasRequests,
   interruptedReply,
   type ProfileCap,
   type ProfileRequest,
@@ -459,20 +460,6 @@ export class RequestServer {
       state === "answered" ? { ...record, data: null } : record,
     );
   }
-}
-
-/**
- * True when `msg` asks for a profile capability (exec, fs:read, fs:write):
- * such a msg is journaled before it commits.
- *
- * @example
- * ```ts
- * import { hasRequests } from "./request_server.ts";
- * console.log(hasRequests({ id: "m1", th: "t", parts: [] })); // false
- * ```
- */
-export function hasRequests(msg: RequestMsg): boolean {
-  return findRequests(msg, { caps: new Set(), serve: new Set() }).length > 0;
 }
 
 function keyOf(r: { peer: string; re: string; part: number }): string {
