@@ -410,27 +410,17 @@ export class BlobSink {
   }
 
   /**
-   * Takes one chunk: checks order, decodes, appends and syncs. Never throws
-   * for bad input; see {@linkcode ChunkResult}.
+   * Takes one chunk: checks order, decodes, appends and syncs
+   * ({@linkcode append}, then {@linkcode sync}). Never throws for bad input;
+   * see {@linkcode ChunkResult}.
    */
-  write(chunk: ChunkInput): Promise<ChunkResult> {
-    return this.writeMany([chunk]).then((results) => results[0]);
-  }
-
-  /**
-   * Takes several chunks in order, like {@linkcode write} each, with one
-   * sync for all of them ({@linkcode append} each, then {@linkcode sync}).
-   */
-  async writeMany(chunks: ChunkInput[]): Promise<ChunkResult[]> {
-    const appended = await Promise.all(chunks.map((c) => this.append(c)));
-    const results = appended.map((a) => a.result);
+  async write(chunk: ChunkInput): Promise<ChunkResult> {
+    const { result } = await this.append(chunk);
     const { ok } = await this.sync();
-    if (ok) return results;
+    if (ok || result.kind !== "accepted") return result;
     // Nothing the caller records is durable: the transfer failed.
     const detail = this.#detail ?? `blob ${this.#ref}: cannot sync`;
-    return results.map((r) =>
-      r.kind === "accepted" ? this.#error("io", detail, r.n, true) : r
-    );
+    return this.#error("io", detail, result.n, true);
   }
 
   /**
@@ -607,7 +597,7 @@ export class BlobSink {
     }
     try {
       // Positional write at the recorded length: stray bytes from a failed
-      // earlier attempt are overwritten, and synced (by writeMany, once for
+      // earlier attempt are overwritten, and synced (by sync, once for
       // the batch) before the caller records or acks anything.
       const file = await io.open();
       // Seeks only when not already there (a fresh handle, or after an
