@@ -60,9 +60,7 @@ function metaOf(e: StoredEntry, parts: number): OutboxMeta {
 
 /** Deletes one outbox record and its parts (already out of the index). */
 function dropEntry(tx: Tx, pk: string, id: string, parts: number): void {
-  const key: Key = ["ob", pk, id];
-  for (let k = 0; k < parts; k++) tx.delete([...key, k]);
-  tx.delete(key);
+  tx.dropRecord(["ob", pk, id], parts);
   tx.cut();
 }
 

@@ -140,9 +140,12 @@ export class Tx {
   /** Deletes a record and its parts (`parts` when known, else read). */
   async deleteRecord(key: Key, parts?: number): Promise<void> {
     const n = parts ?? await this.get(key);
-    if (typeof n === "number") {
-      for (let k = 0; k < n; k++) this.delete([...key, k]);
-    }
+    this.dropRecord(key, typeof n === "number" ? n : 0);
+  }
+
+  /** Deletes a record and its `parts` parts, without a read. */
+  dropRecord(key: Key, parts: number): void {
+    for (let k = 0; k < parts; k++) this.delete([...key, k]);
     this.delete(key);
   }
 }
