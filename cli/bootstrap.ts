@@ -12,6 +12,7 @@
 
 import { createTwoFilesPatch } from "npm:diff@^9.0.0";
 import { parseArgs, UsageError } from "./args.ts";
+import { noPositionals } from "./command.ts";
 import {
   addHooks,
   formatJson,
@@ -400,9 +401,7 @@ export async function bootstrapMain(argv: string[]): Promise<number> {
     console.log(HELP);
     return 0;
   }
-  if (args.positionals.length > 0) {
-    throw new UsageError(`unexpected argument "${args.positionals[0]}"`);
-  }
+  noPositionals(args);
   const names = args.list("harness").flatMap((n) => n.split(",")).map((n) =>
     n.trim().toLowerCase()
   ).filter(Boolean);

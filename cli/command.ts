@@ -141,9 +141,7 @@ export async function callPrint<T>(
 
 /** A command that takes no arguments says so about the first one given. */
 export function noPositionals(args: Args): void {
-  if (args.positionals.length > 0) {
-    throw new UsageError(`unexpected argument "${args.positionals[0]}"`);
-  }
+  atMostPositionals(args, 0);
 }
 
 /** A command that needs `n` arguments names what is missing. */

@@ -9,7 +9,7 @@
 import config from "../deno.json" with { type: "json" };
 import { type FlagSpec, parseArgs, UsageError } from "./args.ts";
 import { COMMANDS } from "./commands.ts";
-import { makeContext } from "./command.ts";
+import { makeContext, noPositionals } from "./command.ts";
 import { ControlError } from "./control.ts";
 import {
   DAEMON_CONFIG_HELP,
@@ -99,9 +99,7 @@ async function daemonCommand(argv: string[], out: Output): Promise<number> {
     );
     return 0;
   }
-  if (args.positionals.length > 0) {
-    throw new UsageError(`unexpected argument "${args.positionals[0]}"`);
-  }
+  noPositionals(args);
   const v = daemonFlagValues(args);
   const reexec = await reexecWithKv(["daemon", ...argv]);
   if (reexec !== undefined) return reexec;

@@ -29,7 +29,8 @@ import {
 } from "npm:@modelcontextprotocol/sdk@^1.32.2/types.js";
 import process from "node:process";
 import config from "../deno.json" with { type: "json" };
-import { parseArgs, UsageError } from "./args.ts";
+import { parseArgs } from "./args.ts";
+import { noPositionals } from "./command.ts";
 import { resolveHome } from "./home.ts";
 import { peerLabel, renderItems } from "./agent_text.ts";
 import type { InboxItem, ThreadRow } from "./protocol.ts";
@@ -245,9 +246,7 @@ export async function mcpMain(argv: string[]): Promise<number> {
     console.log(HELP);
     return 0;
   }
-  if (args.positionals.length > 0) {
-    throw new UsageError(`unexpected argument "${args.positionals[0]}"`);
-  }
+  noPositionals(args);
   const { server, close } = createMcpServer({
     home: resolveHome(args.string("home")),
     channel: args.bool("channel"),
