@@ -140,15 +140,24 @@ async function daemonCommand(argv: string[], out: Output): Promise<number> {
   });
 }
 
-/** Commands that parse their own flags (they get `--home` passed on too). */
-const OWN_PARSERS = new Set([
-  "daemon",
-  "conform",
-  "driver",
-  "mcp",
-  "hook",
-  "bootstrap",
-]);
+/**
+ * Commands that parse their own flags (they get `--home` passed on too),
+ * each loaded on demand: the MCP SDK and zod, for one, stay out of the
+ * other commands.
+ */
+const OWN_PARSERS: Record<
+  string,
+  (rest: string[], out: Output) => Promise<number>
+> = {
+  daemon: daemonCommand,
+  conform: async (rest) =>
+    await (await import("../conform/cli.ts")).conformMain(rest),
+  driver: async (rest) => await (await import("./driver.ts")).driverMain(rest),
+  mcp: async (rest) => await (await import("./mcp_server.ts")).mcpMain(rest),
+  hook: async (rest) => await (await import("./hook.ts")).hookMain(rest),
+  bootstrap: async (rest) =>
+    await (await import("./bootstrap.ts")).bootstrapMain(rest),
+};
 
 /** Flags every command takes, so they may come before the command too. */
 const GLOBAL_FLAGS = new Set(["--home", "--json"]);
@@ -178,7 +187,8 @@ function globalsAfterCommand(argv: readonly string[]): string[] {
     (command.startsWith("-") && command !== "-h" && command !== "--help")
   ) return [...argv];
   // Commands without a home (version, schema, help) take only --json.
-  const homeless = !(command in COMMANDS) && !OWN_PARSERS.has(command);
+  const homeless = !(command in COMMANDS) &&
+    !Object.hasOwn(OWN_PARSERS, command);
   const kept = homeless ? globals.filter((g) => g === "--json") : globals;
   // Right after the command: before any `--`, after which words are not flags.
   return [command, ...kept, ...argv.slice(i + 1)];
@@ -227,8 +237,6 @@ export async function main(argv: string[]): Promise<number> {
         );
         return 0;
       }
-      case "daemon":
-        return await daemonCommand(rest, out);
       case "version":
       case "--version":
         if (rest.includes("--help") || rest.includes("-h")) {
@@ -247,17 +255,9 @@ export async function main(argv: string[]): Promise<number> {
         }
         out.line(JSON.stringify(await loadSchema(), null, 2));
         return 0;
-      case "conform":
-        return await (await import("../conform/cli.ts")).conformMain(rest);
-      case "driver":
-        return await (await import("./driver.ts")).driverMain(rest);
-      // Loaded on demand: the MCP SDK and zod stay out of other commands.
-      case "mcp":
-        return await (await import("./mcp_server.ts")).mcpMain(rest);
-      case "hook":
-        return await (await import("./hook.ts")).hookMain(rest);
-      case "bootstrap":
-        return await (await import("./bootstrap.ts")).bootstrapMain(rest);
+    }
+    if (Object.hasOwn(OWN_PARSERS, first)) {
+      return await OWN_PARSERS[first](rest, out);
     }
     const command = COMMANDS[first];
     if (!command) {
