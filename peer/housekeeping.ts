@@ -16,7 +16,7 @@ import { DEFAULT_RETENTION_MS } from "../actors/wanted_in_store.ts";
  * @example
  * ```ts ignore
  * const housekeeping = new Housekeeping(store, blobs);
- * housekeeping.start({ retentionMs: 86_400_000, blobTtlMs: 600_000 });
+ * housekeeping.start({ retentionMs: 86_400_000 });
  * housekeeping.stop(); // at close
  * ```
  */
@@ -35,9 +35,9 @@ export class Housekeeping {
   }
 
   /** Starts both timers. */
-  start(options: { retentionMs?: number; blobTtlMs: number }): void {
+  start(options: { retentionMs?: number }): void {
     this.#retain(5_000, options.retentionMs ?? DEFAULT_RETENTION_MS);
-    this.#expireBlobs(options.blobTtlMs);
+    this.#expireBlobs(this.#blobs.unfinishedTtlMs);
   }
 
   /** Stops both timers. */

@@ -706,6 +706,11 @@ export class PeerBlobs {
     return this.#budget.outgoingOver(peer, adding);
   }
 
+  /** How long an unfinished incoming blob may go without a chunk. */
+  get unfinishedTtlMs(): number {
+    return this.#budget.ttlMs;
+  }
+
   /**
    * Drops the unfinished incoming blobs that got no chunk for the TTL:
    * their temp files are removed and their records marked failed. Resolves

@@ -11,7 +11,7 @@
 import { Supervisor, type SupervisorEvent } from "../actors/supervisor.ts";
 import type { RemoteHello } from "../actors/connection.ts";
 import { PeerThreads } from "./peer_threads.ts";
-import { DEFAULT_UNFINISHED, PeerBlobs } from "./peer_blobs.ts";
+import { PeerBlobs } from "./peer_blobs.ts";
 import type { InspectionHub } from "../inspector/inspection_hub.ts";
 import { servedEvent } from "./peer_events.ts";
 import { PeerTrust } from "./peer_trust.ts";
@@ -351,12 +351,7 @@ export class PeerParts {
       const hosts = await MirrorSharer.savedHosts(store);
       const parts = new PeerParts(signer, store, options, dirs, hosts);
       parts.sup.start();
-      parts.#housekeeping.start({
-        ...(options.retentionMs !== undefined
-          ? { retentionMs: options.retentionMs }
-          : {}),
-        blobTtlMs: options.unfinishedBlobs?.ttlMs ?? DEFAULT_UNFINISHED.ttlMs,
-      });
+      parts.#housekeeping.start({ retentionMs: options.retentionMs });
       await parts.sup.loadQuiet();
       await parts.directory.redialKnown();
       // Requests acked before a crash: served now, or answered interrupted.
