@@ -46,8 +46,7 @@ interface Held {
  * @example
  * ```ts ignore
  * const budget = new BlobBudget(store, 50 * 1024 * 1024);
- * const why = await budget.over("ed25519:p", "blob_1", 262144, 0);
- * if (why === undefined) await budget.add("ed25519:p", "blob_1", 0, 262144);
+ * const refused = await budget.take("ed25519:p", "blob_1", 0, 262144, true);
  * ```
  */
 export class BlobBudget {
@@ -99,50 +98,39 @@ export class BlobBudget {
   }
 
   /**
-   * Why `adding` more bytes of blob `ref` from `peer` (whose sink has
-   * `sinkBytes`) may not be taken, or undefined.
+   * Takes `adding` more bytes of blob `ref` from `peer` (whose sink has
+   * `sinkBytes`; a chunk taken on arrival) into the count, unless `check`
+   * and they would pass a bound: then nothing is counted and the reason is
+   * returned.
    */
-  async over(
+  async take(
     peer: string,
     ref: string,
-    adding: number,
     sinkBytes: number,
+    adding: number,
+    check: boolean,
   ): Promise<string | undefined> {
     const held = await this.#map();
     const id = `${peer} ${ref}`;
-    let mine = 0;
-    let all = 0;
-    for (const [other, h] of held) {
-      if (other === id) continue; // counted below
-      all += h.bytes;
-      if (h.peer === peer) mine += h.bytes;
-    }
     // Taken on arrival, maybe not written yet: the held count runs ahead.
-    const current = Math.max(sinkBytes, held.get(id)?.bytes ?? 0);
-    mine += current + adding;
-    all += current + adding;
-    if (mine > this.#perPeer) {
-      return `blob ${ref} refused: unfinished blobs from this peer would pass ${this.#perPeer} bytes`;
+    const after = Math.max(sinkBytes, held.get(id)?.bytes ?? 0) + adding;
+    if (check) {
+      let mine = after;
+      let all = after;
+      for (const [other, h] of held) {
+        if (other === id) continue; // counted above
+        all += h.bytes;
+        if (h.peer === peer) mine += h.bytes;
+      }
+      if (mine > this.#perPeer) {
+        return `blob ${ref} refused: unfinished blobs from this peer would pass ${this.#perPeer} bytes`;
+      }
+      if (all > this.#total) {
+        return `blob ${ref} refused: unfinished blobs would pass ${this.#total} bytes in total`;
+      }
     }
-    if (all > this.#total) {
-      return `blob ${ref} refused: unfinished blobs would pass ${this.#total} bytes in total`;
-    }
+    held.set(id, { peer, bytes: after });
     return undefined;
-  }
-
-  /** Counts `adding` more bytes of blob `ref` (a chunk taken on arrival). */
-  async add(
-    peer: string,
-    ref: string,
-    sinkBytes: number,
-    adding: number,
-  ): Promise<void> {
-    const held = await this.#map();
-    const id = `${peer} ${ref}`;
-    held.set(id, {
-      peer,
-      bytes: Math.max(sinkBytes, held.get(id)?.bytes ?? 0) + adding,
-    });
   }
 
   /** Uncounts `bytes` of blob `ref` (a chunk that wrote nothing). */

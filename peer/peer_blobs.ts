@@ -455,9 +455,15 @@ export class PeerBlobs {
   ): Promise<{ sink: BlobSink; over?: string; written: Promise<Appended> }> {
     const id = `${peer} ${chunk.ref}`;
     const sink = await this.#sinkFor(peer, chunk.ref, chunk.th);
-    const over = sink.status === "active"
-      ? await this.#budget.over(peer, chunk.ref, adding, sink.bytes)
-      : undefined;
+    // Counted now, so the next arrival's budget sees it; checked only while
+    // the sink is active.
+    const over = await this.#budget.take(
+      peer,
+      chunk.ref,
+      sink.bytes,
+      adding,
+      sink.status === "active",
+    );
     if (over !== undefined) {
       await sink.discard();
       this.#sinks.delete(id);
@@ -478,8 +484,6 @@ export class PeerBlobs {
         written: Promise.resolve({ result: refused, record: sink.record }),
       };
     }
-    // Counted now, so the next arrival's budget sees it.
-    await this.#budget.add(peer, chunk.ref, sink.bytes, adding);
     this.#touchedSinks.add(sink);
     const written = sink.append(bytes ? { ...chunk, bytes } : chunk);
     // Written (or refused): the decoded buffer can take the next chunk.
