@@ -11,7 +11,7 @@
 
 import { errorText } from "../wire/error_text.ts";
 import { concat } from "./websocket_frames.ts";
-import { type ByteSink, writeAll } from "./write_all.ts";
+import type { ByteSink } from "./write_all.ts";
 
 /** Where a {@link BatchedWriter} writes: a socket (`Deno.Conn`). */
 export type { ByteSink };
@@ -134,7 +134,11 @@ export class BatchedWriter {
           parts.push(bytes);
         }
         const bytes = parts.length === 1 ? parts[0] : concat(parts);
-        await writeAll(this.#sink, bytes);
+        // The socket may take part of it: the rest, until all is taken.
+        let at = 0;
+        while (at < bytes.length) {
+          at += await this.#sink.write(bytes.subarray(at));
+        }
         for (const p of this.#queue.splice(0, count)) p.resolve();
       }
     } catch (e) {

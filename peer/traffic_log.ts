@@ -61,13 +61,15 @@ export class TrafficLog {
 
   /**
    * Every line after the handshake goes to the traffic log, batched (the
-   * received content lines are logged by store.receive, in their commit).
+   * received content lines are logged by store.receive, in their commit,
+   * and `logged` outbox entries by the store when queued).
    */
   line(
     peer: string | undefined,
     dir: "in" | "out",
     raw: string,
     parsed?: Record<string, unknown>,
+    logged = false,
   ): void {
     // Without the parsed line: a local note, or a line the connection refused.
     const m = parsed;
@@ -96,7 +98,7 @@ export class TrafficLog {
         } satisfies LineEvent,
       );
     }
-    if (dir === "in" && LOGGED_BY_RECEIVE.has(m.t)) return;
+    if (logged || (dir === "in" && LOGGED_BY_RECEIVE.has(m.t))) return;
     if (LIVENESS.has(m.t) || HANDSHAKE.has(m.t)) return;
     // Acks have no log rows: one per content line would double the log's
     // writes, and the acked line's own row and the `acked` event say it.

@@ -20,6 +20,7 @@
  */
 
 import type { Grant } from "../wire/types.ts";
+import type { Outbox } from "./outbox.ts";
 
 /** Which side wrote a line. */
 export type Direction = "in" | "out";
@@ -104,6 +105,23 @@ export interface OutboxEntry {
   chunk?: ChunkSource;
   /** Time the entry was enqueued, ms since the epoch (for retention). */
   queuedAt: number;
+}
+
+/**
+ * Entries `Store.queue` took: their ids are allocated, their commit
+ * is under way.
+ */
+export interface Queued {
+  /** The entries, in id order. */
+  entries: OutboxEntry[];
+  /** Resolves with them once durable; rejects when the commit failed. */
+  durable: Promise<OutboxEntry[]>;
+  /**
+   * They may go to the socket now, before `durable`: their ids are within
+   * `EARLY_WRITE_MS` (5 s, storage/outbox.ts) of the last durable one, and no entry queued
+   * before waits for its commit to be written.
+   */
+  early: boolean;
 }
 
 /**
@@ -316,6 +334,13 @@ export interface Store {
    * Resolves once durable, with the entries in id order.
    */
   enqueue(peer: string, drafts: OutboxDraft[]): Promise<OutboxEntry[]>;
+
+  /**
+   * The outbox records themselves: `Outbox.queue` is {@link Store.enqueue}
+   * without waiting (the entries with their ids at once, the promise of
+   * their commit, and whether they may be written before it).
+   */
+  readonly outboxRecords: Outbox;
 
   /** Every unacked outbox entry for `peer`, in id order. */
   outbox(peer: string): Promise<OutboxEntry[]>;
