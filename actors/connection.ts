@@ -597,8 +597,6 @@ export class Connection {
     if (this.#done) return;
     const events = this.#reader.push(chunk);
     if (events.length === 0) return;
-    // Only liveness (open) listens: a handshake line is not worth a macrostep.
-    if (this.#opened) this.#event({ type: "RECEIVED" });
     try {
       for (const ev of events) {
         if (this.#done || this.actor.getSnapshot().status !== "active") break;
@@ -644,6 +642,11 @@ export class Connection {
         if (this.#paused) await this.#paused.promise;
       }
       void this.#committer.commit();
+      // Liveness (only while open: a handshake line is not worth a
+      // macrostep) after the lines' commit has started: not in their way.
+      if (this.#opened) {
+        queueMicrotask(() => this.#event({ type: "RECEIVED" }));
+      }
       // Reading goes on while commits run, up to a bound.
       await this.#committer.roomToRead(() => this.#done);
     } catch (error) {

@@ -77,6 +77,9 @@ const CURSOR_META = "driver_cursor";
 /** How soon after a recv the cursor is saved (one write per burst). */
 const CURSOR_SAVE_MS = 50;
 
+/** Bytes of stdin read at a time. */
+const STDIN_READ_BYTES = 64 * 1024;
+
 /** One command read from stdin. */
 export interface DriverCommand {
   cmd: string;
@@ -326,8 +329,10 @@ class Driver {
     const decoder = new TextDecoder();
     let buffer = "";
     try {
-      for await (const chunk of Deno.stdin.readable) {
-        buffer += decoder.decode(chunk, { stream: true });
+      // read() straight into one buffer: no stream machinery per command.
+      const chunk = new Uint8Array(STDIN_READ_BYTES);
+      for (let n; (n = await Deno.stdin.read(chunk)) !== null;) {
+        buffer += decoder.decode(chunk.subarray(0, n), { stream: true });
         let nl: number;
         while ((nl = buffer.indexOf("\n")) !== -1) {
           const line = buffer.slice(0, nl).trim();
