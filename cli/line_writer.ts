@@ -1,18 +1,29 @@
 /**
- * Lines written to a stream without blocking, grouped: a line alone is
- * written at once, and the lines that queue up while a write is in flight go
- * out together in the next one (the driver's events in a burst: one write per
- * turn instead of a synchronous write per event).
+ * Lines written to a stream in order, grouped: the lines pushed in one turn
+ * of the event loop go out in one write, small batches with a synchronous
+ * write at once (an event's latency is one syscall, not a hop through the
+ * runtime's blocking-write threads), big ones asynchronously. The driver's
+ * events: a lone `acked` leaves at once, a burst in a few writes.
  *
  * @module
  */
 
 const encoder = new TextEncoder();
 
-/** A stream that takes bytes asynchronously, like `Deno.stdout`. */
+/**
+ * A stream that takes bytes, like `Deno.stdout`: asynchronously, and
+ * optionally synchronously.
+ */
 export interface ByteSink {
   write(bytes: Uint8Array): Promise<number>;
+  writeSync?(bytes: Uint8Array): number;
 }
+
+/**
+ * Batches up to this size are written synchronously: a reader that keeps up
+ * (the driver's contract) never makes that wait.
+ */
+const SYNC_WRITE_BYTES = 16 * 1024;
 
 /**
  * Writes lines in order, in as few writes as the stream's pace allows. Each
@@ -25,7 +36,7 @@ export interface ByteSink {
  * import { LineWriter } from "./line_writer.ts";
  * const out = new LineWriter(Deno.stdout);
  * out.push('{"event":"a"}');
- * out.push('{"event":"b"}'); // goes out with the next write
+ * out.push('{"event":"b"}'); // goes out in the same write
  * await out.flush();
  * ```
  */
@@ -47,7 +58,8 @@ export class LineWriter {
     if (this.#broken) return;
     this.#queue.push(line);
     if (mark !== undefined && mark > this.#mark) this.#mark = mark;
-    this.#writing ??= this.#drain();
+    // At the end of this turn: the lines pushed meanwhile join the write.
+    this.#writing ??= Promise.resolve().then(() => this.#drain());
   }
 
   /** Resolves once every line pushed so far is written (or the sink broke). */
@@ -63,6 +75,11 @@ export class LineWriter {
         this.#queue = [];
         this.#mark = -Infinity;
         let off = 0;
+        if (this.#sink.writeSync && bytes.length <= SYNC_WRITE_BYTES) {
+          while (off < bytes.length) {
+            off += this.#sink.writeSync(bytes.subarray(off));
+          }
+        }
         while (off < bytes.length) {
           off += await this.#sink.write(bytes.subarray(off));
         }
