@@ -74,8 +74,12 @@ const FLAGS: FlagSpec[] = [
 
 /** Store meta: the seq of the last recv event written to stdout. */
 const CURSOR_META = "driver_cursor";
-/** How soon after a recv the cursor is saved (one write per burst). */
-const CURSOR_SAVE_MS = 50;
+/**
+ * How soon after a recv the cursor is saved: one write per second at most,
+ * not one in the way of every few commits (a kill -9 repeats at most that
+ * second's recv events, which the contract allows: dedup by seq).
+ */
+const CURSOR_SAVE_MS = 1_000;
 
 /** Bytes of stdin read at a time. */
 const STDIN_READ_BYTES = 64 * 1024;
