@@ -209,16 +209,18 @@ export class PeerThreads {
       !change.read;
     const last = this.#threadTouched.get(id);
     if (onlyTouch && last !== undefined && now - last < TOUCH_EVERY_MS) return;
-    const record = await this.#store.patchThread(peer, th, change);
-    (await this.#actors.get(id)?.catch(() => undefined))?.send({
-      type: "STORED",
-      record,
-    });
+    // Noted before the write: the sends of a burst queued while it commits
+    // skip it too (noted after, each of them wrote the record again).
     this.#threadTouched.delete(id);
     this.#threadTouched.set(id, now);
     if (this.#threadTouched.size > TOUCHED_MEMORY) {
       this.#threadTouched.delete(this.#threadTouched.keys().next().value!);
     }
+    const record = await this.#store.patchThread(peer, th, change);
+    (await this.#actors.get(id)?.catch(() => undefined))?.send({
+      type: "STORED",
+      record,
+    });
   }
 
   /** Marks the thread read: its record, then its actor (if running). */
