@@ -222,10 +222,15 @@ export class OutboxWriter {
    * (kept under half the unsent bound, so outbox lines never trip it).
    */
   async #writeRoom(): Promise<void> {
-    const window = Math.min(WRITE_AHEAD_BYTES, this.#maxUnsent / 2);
-    while (this.#unwrittenBytes >= window && !this.#t.closed) {
+    while (this.#full()) {
       await new Promise<void>((wake) => this.#writeWaiters.push(wake));
     }
+  }
+
+  /** The bytes queued on the socket are at the window: outbox lines wait. */
+  #full(): boolean {
+    const window = Math.min(WRITE_AHEAD_BYTES, this.#maxUnsent / 2);
+    return this.#unwrittenBytes >= window && !this.#t.closed;
   }
 
   /**
@@ -311,7 +316,9 @@ export class OutboxWriter {
   async write(entries: OutboxEntry[]): Promise<void> {
     for (const entry of entries) {
       try {
-        await this.#writeRoom();
+        // Awaited only when full: a page's lines with room go out in one
+        // turn, and so in one socket write.
+        if (this.#full()) await this.#writeRoom();
         if (this.#host.stopped()) return;
         if (this.#written.has(entry.id)) continue;
         if (entry.chunk) {
