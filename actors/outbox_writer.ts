@@ -234,29 +234,30 @@ export class OutboxWriter {
   }
 
   /**
-   * Writes `entries` at once when they may overtake the lines queued ahead
-   * of them (small lines are not stuck behind a blob's chunks in other
-   * threads); false when they must queue ({@link hold}, then {@link write}
-   * in the connection's output order).
+   * Writes `entries` at once when nothing they must follow is queued (the
+   * common case: straight to the socket, no hop through the output queue),
+   * or when they may overtake what is (small lines are not stuck behind a
+   * blob's chunks in other threads); false when they must queue
+   * ({@link hold}, then {@link write} in the connection's output order).
    */
   tryWriteNow(entries: OutboxEntry[]): boolean {
-    if (!this.#mayOvertake(entries)) return false;
+    if (this.#full() || !this.#mayOvertake(entries)) return false;
     for (const entry of entries) this.#writeLine(entry, entryLine(entry));
     return true;
   }
 
   /**
-   * True when `entries` (msgs and states) may be written before the lines
-   * queued ahead of them (a blob's chunks): none is in a thread with lines
-   * queued, and no grant or introduction is queued. Order within a thread
-   * is kept (the remote's seen and the cumulative acks count on it), and
-   * grants and introductions are never overtaken (a later ack drops them).
+   * True when `entries` may be written before the lines queued ahead of
+   * them: with nothing queued, any but chunks (their bytes are read from the
+   * spool first); else msgs and states none of which is in a thread with
+   * lines queued, and no grant or introduction queued. Order within a
+   * thread is kept (the remote's seen and the cumulative acks count on
+   * it), grants and introductions are never overtaken (a later ack drops
+   * them), nor is a replay.
    */
   #mayOvertake(entries: OutboxEntry[]): boolean {
-    if (this.#queuedThreads.size === 0 || this.#queuedBarriers > 0) {
-      return false;
-    }
-    if (this.#listing) return false;
+    if (this.#listing || this.#queuedBarriers > 0) return false;
+    if (this.#queuedThreads.size === 0) return entries.every((e) => !e.chunk);
     return entries.every((e) =>
       (e.t === "msg" || e.t === "state") && e.th !== undefined &&
       !this.#queuedThreads.has(e.th)
