@@ -379,8 +379,10 @@ export interface Store {
   /**
    * Handles an ack of `id` in thread `th`: removes that entry, the earlier
    * never-acked non-msg/state lines of the same thread, and the earlier
-   * grant, introduce and err lines to `peer` in any thread. Returns true when
-   * the id was in the outbox.
+   * grant, introduce and err lines to `peer` in any thread. Resolves (true
+   * when the id was in the outbox) once the ack is taken: after the entry's
+   * own commit, when it was written before it (`Outbox.queue`); the deletes
+   * commit later, with the next commit.
    */
   acked(peer: string, th: string | undefined, id: string): Promise<boolean>;
 
