@@ -117,9 +117,8 @@ export class Outbox {
   #index = new OutboxIndex();
   /** Time of the highest id known durable (-1: none yet). */
   #durableTime: number;
-  /** Commits of queued entries not settled yet, and the last of them. */
-  #unsettled = 0;
-  #settled: Promise<unknown> = Promise.resolve();
+  /** Ids of queued entries whose commit is not settled yet: its settling. */
+  #unsettled = new Map<string, Promise<void>>();
   /** Queued entries not early: they (and later ones) go out once durable. */
   #late = 0;
   /** Acked entries whose delete waits for the next commit. */
@@ -219,19 +218,19 @@ export class Outbox {
       return entries;
     });
     if (!early) this.#late++;
-    this.#unsettled++;
     // Settled first thing, before the caller's own continuation runs.
     const settle = () => {
-      this.#unsettled--;
+      for (const meta of metas) this.#unsettled.delete(meta.id);
       if (!early) this.#late--;
     };
-    this.#settled = durable.then(() => {
+    const settled = durable.then(() => {
       if (lastTime > this.#durableTime) this.#durableTime = lastTime;
       settle();
     }, () => {
       for (const meta of metas) this.#index.remove(pk, meta.id);
       settle();
     });
+    for (const meta of metas) this.#unsettled.set(meta.id, settled);
     return { entries, durable, early };
   }
 
@@ -391,9 +390,9 @@ export class Outbox {
   acked(peer: string, id: string): Promise<boolean> {
     // An entry written before its commit (Queued.early) counts as sent once
     // that commit is durable: its ack is taken after it, never before.
-    if (this.#unsettled > 0) {
-      return this.#settled.then(() => this.#take(peer, id));
-    }
+    // (Earlier entries, acked with it cumulatively, committed before it.)
+    const settling = this.#unsettled.get(id);
+    if (settling) return settling.then(() => this.#take(peer, id));
     return Promise.resolve(this.#take(peer, id));
   }
 
