@@ -250,8 +250,9 @@ class Driver {
     try {
       this.#peer = await openPeer({
         home: this.#o.home,
-        // recv reports every line, chunks and grants included.
-        lineEvents: true,
+        // recv reports every line received, chunks and grants included,
+        // but msg, state (their own events), ack, ping and pong.
+        lineEvents: (dir, t) => dir === "in" && !LINE_RECV_SKIP.has(t),
         ...(this.#o.name !== undefined ? { name: this.#o.name } : {}),
         ...(this.#o.about !== undefined ? { about: this.#o.about } : {}),
         ...(this.#o.trust.length ? { trust: this.#o.trust } : {}),

@@ -117,7 +117,7 @@ export class PeerParts {
     const closing = () => this.closing !== undefined;
     const track = <T>(p: Promise<T>): Promise<T> => this.#track(p);
     this.log = new TrafficLog(store, (e) => events.emit(e));
-    this.log.lineEvents = options.lineEvents === true;
+    this.log.lineEvents = options.lineEvents ?? false;
     this.acks = new AckTracker(store, (e) => events.emit(e));
     this.blobs = new PeerBlobs({
       store,

@@ -50,8 +50,8 @@ export class TrafficLog {
   #emit: (event: PeerEvent) => void;
   #buffer: Omit<LogEntry, "seq">[] = [];
   #flushing: Promise<void> | undefined;
-  /** Emit a `line` event for every line (`PeerOptions.lineEvents`). */
-  lineEvents = false;
+  /** Emit a `line` event for every line, or those accepted (`PeerOptions.lineEvents`). */
+  lineEvents: boolean | ((dir: "in" | "out", t: string) => boolean) = false;
 
   /** Writes to `store`'s log; `line` events go to `emit`. */
   constructor(store: Store, emit: (event: PeerEvent) => void) {
@@ -87,7 +87,11 @@ export class TrafficLog {
         bytes: raw.length,
       };
     }
-    if (this.lineEvents && !HANDSHAKE.has(m.t)) {
+    const events = this.lineEvents;
+    if (
+      events && !HANDSHAKE.has(m.t) &&
+      (events === true || events(dir, m.t))
+    ) {
       this.#emit(
         {
           type: "line",
