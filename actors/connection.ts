@@ -31,6 +31,7 @@ import {
   type AuthVerdict,
   type ConnectionHost,
   connectionMachine,
+  DEFAULT_TIMEOUTS,
   type SendErrParams,
   stateName,
 } from "./connection_machine.ts";
@@ -183,6 +184,13 @@ export class Connection {
   /** Every line to the socket; outbox entries in order, each once. */
   #outbox: OutboxWriter;
   #lastPing: { id: string; at: number } | undefined;
+  /**
+   * When the chart last heard RECEIVED, and how often it needs to: a tenth
+   * of the ping interval, at most 1 s (the chart pings that much early at
+   * worst; while it waits for a pong, every read is past it). Off: never.
+   */
+  #alive = -Infinity;
+  #aliveEvery: number;
   #rtt: number | undefined;
   /** Ordered asynchronous output: auth, resume, replay, entries. */
   #out = new SerialQueue();
@@ -202,6 +210,9 @@ export class Connection {
     this.#o = options;
     this.#t = options.transport;
     this.dialed = options.dialed;
+    const ping = pingTimeouts(options)?.pingInterval ??
+      DEFAULT_TIMEOUTS.pingInterval;
+    this.#aliveEvery = ping > 0 ? Math.min(1_000, ping / 10) : Infinity;
     this.established = this.#establishedD.promise;
     this.closed = this.#closedD.promise;
     // Handled here so an unobserved failed handshake is not an unhandled rejection.
@@ -643,8 +654,11 @@ export class Connection {
       }
       void this.#committer.commit();
       // Liveness (only while open: a handshake line is not worth a
-      // macrostep) after the lines' commit has started: not in their way.
-      if (this.#opened) {
+      // macrostep) after the lines' commit has started: not in their way;
+      // and once per #aliveEvery (a read just after one changes nothing).
+      const now = performance.now();
+      if (this.#opened && now - this.#alive >= this.#aliveEvery) {
+        this.#alive = now;
         queueMicrotask(() => this.#event({ type: "RECEIVED" }));
       }
       // Reading goes on while commits run, up to a bound.
