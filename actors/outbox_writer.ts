@@ -74,7 +74,7 @@ const BARRIERS: ReadonlySet<string> = new Set(["grant", "introduce"]);
  *
  * @example
  * ```ts ignore
- * const queued = store.queue(peer, drafts);
+ * const queued = store.outboxRecords.queue(peer, drafts);
  * const entries = await sendQueued(queued, () => sup.connection(peer));
  * ```
  */

@@ -44,9 +44,11 @@ export const LAST_ID: Key = ["id", "last"];
 
 /**
  * How far an entry's id may run ahead of the last id known durable and
- * still be written before its own commit ({@link Queued.early}); ids after
- * a restart start this far past the last committed one, so they pass every
- * id written but never committed before a crash (NOTES item 3).
+ * still be written before its own commit ({@link Queued.early}: less than
+ * this); ids after a restart start this far past the last committed one,
+ * so they pass every id written but never committed before a crash (NOTES
+ * item 3), and one they repeat (a restart within this time, crashing again)
+ * was never written.
  */
 export const EARLY_WRITE_MS = 5_000;
 
@@ -202,7 +204,7 @@ export class Outbox {
     for (const meta of metas) this.#index.add(pk, meta);
     const lastTime = idTime(entries[entries.length - 1].id) ?? Infinity;
     const early = mayBeEarly && this.#late === 0 && this.#durableTime >= 0 &&
-      lastTime <= this.#durableTime + EARLY_WRITE_MS;
+      lastTime < this.#durableTime + EARLY_WRITE_MS;
     // Acked entries waiting for a commit ride along with this one.
     const drops = this.#takeDrops();
     const durable = this.#c.submit(false, async (tx) => {

@@ -67,8 +67,12 @@ Deno.test("outbox: acked entries' deletes ride along later; close commits them",
     await new Promise((r) => setTimeout(r, 50)); // the KV file is released
     store = await KvStore.open(path);
     assert.deepEqual((await store.outbox(PEER)).map((e) => e.id), [b.id]);
-    // Ids after a restart start past anything written before a crash.
-    const [c] = await store.enqueue(PEER, [msg("t", "c")]);
+    // Ids after a restart start past anything written before a crash, and
+    // the first is not written before its commit (a second crash would
+    // repeat its id).
+    const first = store.outboxRecords.queue(PEER, [msg("t", "c")]);
+    assert.equal(first.early, false);
+    const [c] = await first.durable;
     assert.ok(idTime(c.id)! >= idTime(b.id)! + EARLY_WRITE_MS);
     store.close();
   } finally {
