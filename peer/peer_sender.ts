@@ -131,7 +131,7 @@ const PROBE = { id: "0".repeat(26), ts: "2026-01-01T00:00:00.000Z" };
  * Queues `drafts` for `peer` in the outbox records (ids at once, commit
  * under way), marks the peer wanted, and hands the entries to its active
  * connection's writer: before their commit when the outbox allows
- * (`Queued.early`), else once durable. Resolves with them once durable.
+ * (`Queued.early`; a blob's chunks never), else once durable. Resolves with them once durable.
  *
  * @example
  * ```ts ignore
@@ -144,7 +144,10 @@ export async function queueLines(
   peer: string,
   drafts: OutboxDraft[],
 ): Promise<OutboxEntry[]> {
-  const queued = store.outboxRecords.queue(peer, drafts);
+  // A blob's chunks wait for their commit: its record is written after it,
+  // and the remote's refusal of the first chunk must find that record.
+  const early = drafts.every((d) => d.chunk === undefined);
+  const queued = store.outboxRecords.queue(peer, drafts, early);
   const lifted = sup.want(peer);
   const entries = await sendQueued(queued, () => sup.connection(peer));
   await lifted; // durable before we return: a restart must not hold it

@@ -51,6 +51,7 @@ import type {
   LogQuery,
   OutboxDraft,
   OutboxEntry,
+  OutboxRecords,
   PeerRecord,
   ReceiveExtras,
   ReceiveOutcome,
@@ -226,7 +227,7 @@ export class KvStore implements Store {
   }
 
   /** The outbox records: `Peer.send` queues through them directly. */
-  get outboxRecords(): Outbox {
+  get outboxRecords(): OutboxRecords {
     return this.#outbox;
   }
 

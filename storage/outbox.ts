@@ -176,11 +176,12 @@ export class Outbox {
   /**
    * {@link enqueue} without waiting: the entries have their ids at once
    * (in call order), their commit is under way, and {@link Queued.early}
-   * says whether they may be written before it. Throws (a one-line
-   * TypeError) on a bad draft, having queued nothing.
+   * says whether they may be written before it (never when `mayBeEarly` is
+   * false). Throws (a one-line TypeError) on a bad draft, having queued
+   * nothing.
    */
-  queue(peer: string, drafts: OutboxDraft[]): Queued {
-    return this.#queue(peer, drafts, true);
+  queue(peer: string, drafts: OutboxDraft[], mayBeEarly = true): Queued {
+    return this.#queue(peer, drafts, mayBeEarly);
   }
 
   #queue(peer: string, drafts: OutboxDraft[], mayBeEarly: boolean): Queued {

@@ -20,7 +20,6 @@
  */
 
 import type { Grant } from "../wire/types.ts";
-import type { Outbox } from "./outbox.ts";
 
 /** Which side wrote a line. */
 export type Direction = "in" | "out";
@@ -122,6 +121,20 @@ export interface Queued {
    * before waits for its commit to be written.
    */
   early: boolean;
+}
+
+/**
+ * The outbox records as `Peer.send` queues through them (the Deno KV one is
+ * `Outbox`, storage/outbox.ts).
+ */
+export interface OutboxRecords {
+  /**
+   * {@link Store.enqueue} without waiting: the entries with their ids at
+   * once, the promise of their commit, and whether they may be written
+   * before it (never when `mayBeEarly` is false). Throws on a bad draft,
+   * queuing nothing.
+   */
+  queue(peer: string, drafts: OutboxDraft[], mayBeEarly?: boolean): Queued;
 }
 
 /**
@@ -335,12 +348,8 @@ export interface Store {
    */
   enqueue(peer: string, drafts: OutboxDraft[]): Promise<OutboxEntry[]>;
 
-  /**
-   * The outbox records themselves: `Outbox.queue` is {@link Store.enqueue}
-   * without waiting (the entries with their ids at once, the promise of
-   * their commit, and whether they may be written before it).
-   */
-  readonly outboxRecords: Outbox;
+  /** The outbox records, as `Peer.send` queues through them. */
+  readonly outboxRecords: OutboxRecords;
 
   /** Every unacked outbox entry for `peer`, in id order. */
   outbox(peer: string): Promise<OutboxEntry[]>;
