@@ -131,7 +131,8 @@ const PROBE = { id: "0".repeat(26), ts: "2026-01-01T00:00:00.000Z" };
  * Queues `drafts` for `peer` in the outbox records (ids at once, commit
  * under way), marks the peer wanted, and hands the entries to its active
  * connection's writer: before their commit when the outbox allows
- * (`Queued.early`; a blob's chunks never), else once durable. Resolves with them once durable.
+ * (`Queued.early`; a blob's chunks never), else once durable. Resolves
+ * with them once durable.
  *
  * @example
  * ```ts ignore
