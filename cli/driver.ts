@@ -21,6 +21,7 @@ import { type FlagSpec, parseArgs, UsageError } from "./args.ts";
 import { checkStoreUrl } from "./daemon_flags.ts";
 import { openPeer } from "./open_peer.ts";
 import { LineWriter } from "./line_writer.ts";
+import { SentBeforeAcked } from "./sent_before_acked.ts";
 import { kvAvailable, reexecWithKv } from "./self_command.ts";
 import { errorText } from "../wire/error_text.ts";
 
@@ -224,6 +225,8 @@ class Driver {
   #cursor = 0;
   #savedCursor = 0;
   #cursorTimer: ReturnType<typeof setTimeout> | undefined;
+  /** `acked` after the `sent` of the same line. */
+  #order = new SentBeforeAcked((id) => this.#emit({ event: "acked", id }));
   /** Event lines to stdout, a burst's in one write. */
   #out = new LineWriter(Deno.stdout, (seq) => this.#wrote(seq));
 
@@ -452,6 +455,7 @@ class Driver {
           : undefined;
         // Not awaited: the Peer keeps call order, and sends in flight
         // together share one storage commit.
+        const done = this.#order.sending();
         this.#background(
           cmd,
           this.#peer.send(to, str("text") ?? "", {
@@ -462,7 +466,8 @@ class Driver {
           }).then((sent) => {
             this.#noteThread(sent.th, to);
             this.#emit({ event: "sent", id: sent.id, t: "msg", th: sent.th });
-          }),
+            done(sent.id);
+          }).finally(() => done()),
         );
         return;
       }
@@ -470,23 +475,31 @@ class Driver {
         const th = str("th");
         const state = str("state");
         if (!th || !state) throw new Error("state needs th and state");
+        const done = this.#order.sending();
         this.#background(
           cmd,
-          this.#peer.setState(to, th, state, str("note")).then((sent) =>
-            this.#emit({ event: "sent", id: sent.id, t: "state", th })
-          ),
+          this.#peer.setState(to, th, state, str("note")).then((sent) => {
+            this.#emit({ event: "sent", id: sent.id, t: "state", th });
+            done(sent.id);
+          }).finally(() => done()),
         );
         return;
       }
       case "blob": {
         const path = str("path");
         if (!path) throw new Error("blob needs path");
-        const sent = await this.#peer.send(to, str("text") ?? "", {
-          ...(str("th") ? { thread: str("th") } : {}),
-          files: [path],
-        });
-        this.#noteThread(sent.th, to);
-        this.#emit({ event: "sent", id: sent.id, t: "msg", th: sent.th });
+        const done = this.#order.sending();
+        try {
+          const sent = await this.#peer.send(to, str("text") ?? "", {
+            ...(str("th") ? { thread: str("th") } : {}),
+            files: [path],
+          });
+          this.#noteThread(sent.th, to);
+          this.#emit({ event: "sent", id: sent.id, t: "msg", th: sent.th });
+          done(sent.id);
+        } finally {
+          done();
+        }
         return;
       }
       case "grant": {
@@ -594,7 +607,7 @@ class Driver {
         }
         return;
       case "acked":
-        this.#emit({ event: "acked", id: ev.id });
+        this.#order.acked(ev.id);
         return;
       case "blob":
         if (ev.dir === "in" && ev.status === "complete") {
