@@ -1,9 +1,11 @@
 /**
  * Lines written to a stream in order, grouped: the lines pushed in one turn
- * of the event loop go out in one write, small batches with a synchronous
- * write at once (an event's latency is one syscall, not a hop through the
- * runtime's blocking-write threads), big ones asynchronously. The driver's
- * events: a lone `acked` leaves at once, a burst in a few writes.
+ * of the event loop go out in one write. A small batch after a pause is
+ * written synchronously (an event's latency is one syscall, not a hop
+ * through the runtime's blocking-write threads); in a burst the writes are
+ * asynchronous, off the main thread, and what queues meanwhile goes in the
+ * next. The driver's events: a lone `acked` leaves at once, a burst's in
+ * few writes.
  *
  * @module
  */
@@ -24,6 +26,11 @@ export interface ByteSink {
  * (the driver's contract) never makes that wait.
  */
 const SYNC_WRITE_BYTES = 16 * 1024;
+/**
+ * A synchronous write only this long after the previous one began: closer
+ * together, the lines are a burst, written asynchronously in batches.
+ */
+const SYNC_GAP_MS = 0.25;
 
 /**
  * Writes lines in order, in as few writes as the stream's pace allows. Each
@@ -47,6 +54,8 @@ export class LineWriter {
   #mark = -Infinity;
   #writing: Promise<void> | undefined;
   #broken = false;
+  /** When the last synchronous write began. */
+  #lastSync = -Infinity;
 
   constructor(sink: ByteSink, onWritten: (mark: number) => void = () => {}) {
     this.#sink = sink;
@@ -75,7 +84,12 @@ export class LineWriter {
         this.#queue = [];
         this.#mark = -Infinity;
         let off = 0;
-        if (this.#sink.writeSync && bytes.length <= SYNC_WRITE_BYTES) {
+        const now = performance.now();
+        if (
+          this.#sink.writeSync && bytes.length <= SYNC_WRITE_BYTES &&
+          now - this.#lastSync >= SYNC_GAP_MS
+        ) {
+          this.#lastSync = now;
           while (off < bytes.length) {
             off += this.#sink.writeSync(bytes.subarray(off));
           }
