@@ -12,7 +12,7 @@ import type { Transport } from "../net/transport.ts";
 import { type ChunkFrame, ChunkFramer } from "../storage/chunk_frame.ts";
 import { entryLine, type OutboxEntry, type Queued } from "../storage/store.ts";
 import { errorText } from "../wire/error_text.ts";
-import { encodeLine } from "../wire/frame.ts";
+import { encodeTextLine } from "../wire/frame.ts";
 
 /** A line to write: a JSON object with its type. */
 export type WireLine = Record<string, unknown> & { t: string };
@@ -50,8 +50,6 @@ export const DEFAULT_MAX_UNSENT_BYTES = 8 * 1024 * 1024;
 const UNSENT_STALL_MS = 1_000;
 /** Each queued line counts at least this much against the unsent bound. */
 const MIN_LINE_COST = 1024;
-
-const decoder = new TextDecoder();
 
 /**
  * Bytes queued on the socket and not yet written before outbox lines wait:
@@ -164,17 +162,15 @@ export class OutboxWriter {
    */
   writeLine(message: WireLine, logged = false): number {
     if (this.#host.stopped() || this.#t.closed) return 0;
-    let json: string;
-    let frame: Uint8Array;
+    let line: { text: string; bytes: Uint8Array };
     try {
-      frame = encodeLine(message);
-      json = decoder.decode(frame.subarray(0, frame.length - 1));
+      line = encodeTextLine(message);
     } catch (error) {
       // Our own line too large or not JSON: a bug upstream, not the peer's.
       this.#host.note(`{"t":"${message.t}"} not sent: ${errorText(error)}`);
       return 0;
     }
-    return this.#queue(frame, json, message, logged);
+    return this.#queue(line.bytes, line.text, message, logged);
   }
 
   /** Queues an encoded line; `written` runs once the socket is done with it. */
