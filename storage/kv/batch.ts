@@ -14,11 +14,6 @@ const MAX_MUTATIONS = 990;
 const MAX_COMMIT_BYTES = 760_000;
 const MAX_KEY_BYTES = 72_000;
 
-interface Cost {
-  bytes: number;
-  keyBytes: number;
-}
-
 function keyBytes(key: Key): number {
   let n = 4;
   // Upper bound of the UTF-8 length without encoding: 3 bytes per unit.
@@ -45,8 +40,24 @@ function valueBytes(value: unknown): number {
   return n;
 }
 
+/** What a group adds to a batch, as {@link Batch.fits} found it. */
+interface Delta {
+  group: Mutation[];
+  /** Keys not in the batch yet. */
+  count: number;
+  bytes: number;
+  keyBytes: number;
+  /** Per mutation of the group: its encoded key and its cost. */
+  keys: string[];
+  costs: number[];
+  keyCosts: number[];
+}
+
 /**
  * One commit being filled: atomic groups are added whole while they fit.
+ * A key written again (a thread's `seen` record, the log's seq, written by
+ * every line of a received batch) replaces its earlier write and counts
+ * once, so the limits bound what is really committed.
  *
  * @example
  * ```ts
@@ -54,31 +65,51 @@ function valueBytes(value: unknown): number {
  * const batch = new Batch();
  * const group = [{ key: ["a"], value: 1 }];
  * if (batch.fits(group)) batch.add(group);
+ * if (batch.fits(group)) batch.add(group); // the same key: still one
  * console.log(batch.size); // 1
  * ```
  */
 export class Batch {
   /** The mutations, by encoded key (a later write of a key replaces it). */
   readonly mutations: Map<string, Mutation> = new Map();
-  #count = 0;
+  /** Estimated bytes of each key's mutation (key included). */
+  #costs: Map<string, number> = new Map();
   #bytes = 0;
   #keyBytes = 0;
+  /** The last group checked, so `add` does not count it again. */
+  #checked: Delta | undefined;
 
-  static #costs = new WeakMap<Mutation[], Cost>();
-
-  static #cost(group: Mutation[]): Cost {
-    const known = Batch.#costs.get(group);
-    if (known) return known;
+  #delta(group: Mutation[]): Delta {
+    if (this.#checked?.group === group) return this.#checked;
+    let count = 0;
     let bytes = 0;
     let keys = 0;
+    const encoded: string[] = [];
+    const costs: number[] = [];
+    const keyCosts: number[] = [];
     for (const m of group) {
+      const k = (m as KeyedMutation).encoded ?? encodeKey(m.key);
       const kb = keyBytes(m.key);
-      keys += kb;
-      bytes += kb + valueBytes(m.value);
+      const cost = kb + valueBytes(m.value);
+      const old = this.#costs.get(k);
+      if (old === undefined) {
+        count++;
+        keys += kb;
+        bytes += cost;
+      } else bytes += cost - old;
+      encoded.push(k);
+      costs.push(cost);
+      keyCosts.push(kb);
     }
-    const cost = { bytes, keyBytes: keys };
-    Batch.#costs.set(group, cost);
-    return cost;
+    return this.#checked = {
+      group,
+      count,
+      bytes,
+      keyBytes: keys,
+      keys: encoded,
+      costs,
+      keyCosts,
+    };
   }
 
   /** Distinct keys written. */
@@ -88,22 +119,24 @@ export class Batch {
 
   /** True when `group` can join this commit. */
   fits(group: Mutation[]): boolean {
-    const { bytes, keyBytes } = Batch.#cost(group);
-    return this.#count + group.length <= MAX_MUTATIONS &&
-      this.#bytes + bytes <= MAX_COMMIT_BYTES &&
-      this.#keyBytes + keyBytes <= MAX_KEY_BYTES;
+    const d = this.#delta(group);
+    return this.mutations.size + d.count <= MAX_MUTATIONS &&
+      this.#bytes + d.bytes <= MAX_COMMIT_BYTES &&
+      this.#keyBytes + d.keyBytes <= MAX_KEY_BYTES;
   }
 
   /** Adds an atomic group (check {@link Batch.fits} first). */
   add(group: Mutation[]): void {
-    const { bytes, keyBytes } = Batch.#cost(group);
-    this.#count += group.length;
-    this.#bytes += bytes;
-    this.#keyBytes += keyBytes;
-    for (const m of group) {
-      const k = (m as KeyedMutation).encoded ?? encodeKey(m.key);
-      this.mutations.delete(k); // re-insert: the latest write wins
-      this.mutations.set(k, m);
+    const d = this.#delta(group);
+    this.#checked = undefined;
+    for (let i = 0; i < group.length; i++) {
+      const k = d.keys[i];
+      const old = this.#costs.get(k);
+      if (old === undefined) this.#keyBytes += d.keyCosts[i];
+      else this.mutations.delete(k); // re-insert: the latest write wins
+      this.#bytes += d.costs[i] - (old ?? 0);
+      this.#costs.set(k, d.costs[i]);
+      this.mutations.set(k, group[i]);
     }
   }
 }
