@@ -40,17 +40,15 @@ function valueBytes(value: unknown): number {
   return n;
 }
 
-/** What a group adds to a batch, as {@link Batch.fits} found it. */
-interface Delta {
-  group: Mutation[];
-  /** Keys not in the batch yet. */
-  count: number;
-  bytes: number;
-  keyBytes: number;
-  /** Per mutation of the group: its encoded key and its cost. */
-  keys: string[];
-  costs: number[];
-  keyCosts: number[];
+/** A mutation's estimated sizes, computed once per mutation. */
+function costed(m: Mutation): Required<KeyedMutation> {
+  const km = m as KeyedMutation;
+  if (km.cost === undefined) {
+    km.encoded ??= encodeKey(m.key);
+    km.keyCost = keyBytes(m.key);
+    km.cost = km.keyCost + valueBytes(m.value);
+  }
+  return km as Required<KeyedMutation>;
 }
 
 /**
@@ -76,40 +74,21 @@ export class Batch {
   #costs: Map<string, number> = new Map();
   #bytes = 0;
   #keyBytes = 0;
-  /** The last group checked, so `add` does not count it again. */
-  #checked: Delta | undefined;
 
-  #delta(group: Mutation[]): Delta {
-    if (this.#checked?.group === group) return this.#checked;
-    let count = 0;
+  /**
+   * True when `group` could join an empty commit, counting every write
+   * (a key written twice twice: an upper bound).
+   */
+  static fitsAlone(group: Mutation[]): boolean {
     let bytes = 0;
     let keys = 0;
-    const encoded: string[] = [];
-    const costs: number[] = [];
-    const keyCosts: number[] = [];
     for (const m of group) {
-      const k = (m as KeyedMutation).encoded ?? encodeKey(m.key);
-      const kb = keyBytes(m.key);
-      const cost = kb + valueBytes(m.value);
-      const old = this.#costs.get(k);
-      if (old === undefined) {
-        count++;
-        keys += kb;
-        bytes += cost;
-      } else bytes += cost - old;
-      encoded.push(k);
-      costs.push(cost);
-      keyCosts.push(kb);
+      const c = costed(m);
+      bytes += c.cost;
+      keys += c.keyCost;
     }
-    return this.#checked = {
-      group,
-      count,
-      bytes,
-      keyBytes: keys,
-      keys: encoded,
-      costs,
-      keyCosts,
-    };
+    return group.length <= MAX_MUTATIONS && bytes <= MAX_COMMIT_BYTES &&
+      keys <= MAX_KEY_BYTES;
   }
 
   /** Distinct keys written. */
@@ -119,24 +98,33 @@ export class Batch {
 
   /** True when `group` can join this commit. */
   fits(group: Mutation[]): boolean {
-    const d = this.#delta(group);
-    return this.mutations.size + d.count <= MAX_MUTATIONS &&
-      this.#bytes + d.bytes <= MAX_COMMIT_BYTES &&
-      this.#keyBytes + d.keyBytes <= MAX_KEY_BYTES;
+    let count = 0;
+    let bytes = 0;
+    let keys = 0;
+    for (const m of group) {
+      const c = costed(m);
+      const old = this.#costs.get(c.encoded);
+      if (old === undefined) {
+        count++;
+        keys += c.keyCost;
+        bytes += c.cost;
+      } else bytes += c.cost - old;
+    }
+    return this.mutations.size + count <= MAX_MUTATIONS &&
+      this.#bytes + bytes <= MAX_COMMIT_BYTES &&
+      this.#keyBytes + keys <= MAX_KEY_BYTES;
   }
 
   /** Adds an atomic group (check {@link Batch.fits} first). */
   add(group: Mutation[]): void {
-    const d = this.#delta(group);
-    this.#checked = undefined;
-    for (let i = 0; i < group.length; i++) {
-      const k = d.keys[i];
-      const old = this.#costs.get(k);
-      if (old === undefined) this.#keyBytes += d.keyCosts[i];
-      else this.mutations.delete(k); // re-insert: the latest write wins
-      this.#bytes += d.costs[i] - (old ?? 0);
-      this.#costs.set(k, d.costs[i]);
-      this.mutations.set(k, group[i]);
+    for (const m of group) {
+      const c = costed(m);
+      const old = this.#costs.get(c.encoded);
+      if (old === undefined) this.#keyBytes += c.keyCost;
+      else this.mutations.delete(c.encoded); // re-insert: the latest write wins
+      this.#bytes += c.cost - (old ?? 0);
+      this.#costs.set(c.encoded, c.cost);
+      this.mutations.set(c.encoded, m);
     }
   }
 }
