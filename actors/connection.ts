@@ -586,6 +586,7 @@ export class Connection {
   }
 
   async #sendResume(): Promise<void> {
+    await this.#committer.previousSettled(); // what an earlier connection read
     const seen = await this.#o.store.seen(this.#peer!.key);
     this.#send({
       t: "resume",

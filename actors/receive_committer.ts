@@ -25,6 +25,13 @@ import type { ReceivedLine } from "./connection.ts";
  */
 const MAX_UNCOMMITTED_BYTES = 4 * 1024 * 1024;
 
+/**
+ * Per store and remote key, the committers with received lines not yet
+ * committed: a new connection's resume waits for the previous one's
+ * ({@link ReceiveCommitter.previousSettled}).
+ */
+const inFlight = new WeakMap<Store, Map<string, Set<ReceiveCommitter>>>();
+
 /** A received content line waiting for its commit; `size` is its length on the wire. */
 type Pending = IncomingLine & {
   received: ReceivedLine;
@@ -97,6 +104,8 @@ export class ReceiveCommitter {
   #hold: Promise<void> | undefined;
   /** Threads of the lines in `beforeCommit` now (see #overtaking). */
   #syncing = new Set<string>();
+  /** In {@link inFlight} until everything staged is committed. */
+  #tracked = false;
 
   /** Commits into `store` for the connection `host`. */
   constructor(store: Store, host: CommitterHost) {
@@ -155,6 +164,7 @@ export class ReceiveCommitter {
   commit(): Promise<void> {
     const batch = this.#staged;
     if (batch.length > 0) {
+      this.#track();
       for (const line of batch) this.#uncommittedBytes += line.size;
       const now = this.#overtaking(batch);
       if (now.length > 0) this.#handOver(now);
@@ -181,6 +191,53 @@ export class ReceiveCommitter {
     const rest = batch.filter((l) => waiting.has(l.th ?? ""));
     batch.splice(0, batch.length, ...rest);
     return now;
+  }
+
+  /**
+   * Resolves once the other connections to this remote (earlier ones:
+   * closed, or being replaced) have committed, or failed to commit, every
+   * line they received. A new connection's resume reads `store.seen` after
+   * this: lines read by the old connection and still committing (a batch
+   * of chunks being synced) are then in it, and the remote does not resend
+   * what we already have.
+   */
+  async previousSettled(): Promise<void> {
+    const others = inFlight.get(this.#store)?.get(this.#host.remoteKey());
+    if (!others) return;
+    await Promise.all(
+      [...others].filter((c) => c !== this).map((c) => c.#allSettled()),
+    );
+  }
+
+  /** Registers this committer's work in flight until it is all settled. */
+  #track(): void {
+    if (this.#tracked) return;
+    this.#tracked = true;
+    const peer = this.#host.remoteKey();
+    let byPeer = inFlight.get(this.#store);
+    if (!byPeer) inFlight.set(this.#store, byPeer = new Map());
+    let committers = byPeer.get(peer);
+    if (!committers) byPeer.set(peer, committers = new Set());
+    committers.add(this);
+    void this.#allSettled().then(() => {
+      this.#tracked = false;
+      committers.delete(this);
+      if (committers.size === 0 && byPeer.get(peer) === committers) {
+        byPeer.delete(peer);
+      }
+    });
+  }
+
+  /** Resolves once nothing staged or queued is left uncommitted. */
+  async #allSettled(): Promise<void> {
+    let last: Promise<void>;
+    do {
+      last = this.#committed;
+      await this.#settled();
+    } while (
+      last !== this.#committed || this.#pumping ||
+      (this.#uncommitted.length > 0 && !this.#failed)
+    );
   }
 
   #startPump(): void {
