@@ -226,7 +226,8 @@ export class Connection {
     this.established.catch(() => {});
     // One machine shared by every connection; its actions call this host.
     const host = this.#host = new Connection.#Host(this);
-    this.#committer = new ReceiveCommitter(options.store, host);
+    // The committer writes its acks through the connection's output.
+    this.#committer = new ReceiveCommitter(options.store, host, host);
     this.#outbox = new OutboxWriter(host);
     this.actor = createActor(connectionMachine, {
       input: { timeouts: pingTimeouts(options), key: options.signer.key, host },
@@ -311,15 +312,6 @@ export class Connection {
     needsBeforeCommit(message: Message) {
       const c = this.#c;
       return c.#o.needsBeforeCommit?.(c.#peer!.key, message) ?? false;
-    }
-    ack(line: { id: string; th?: string }) {
-      this.#c.#send({
-        t: "ack",
-        id: this.#c.#o.store.nextId(),
-        ts: timestamp(),
-        th: line.th,
-        re: line.id,
-      });
     }
     deliver(lines: ReceivedLine[]) {
       this.#c.#o.onDeliver?.(this.#c, lines);

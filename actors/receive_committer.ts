@@ -1,22 +1,36 @@
 /**
  * The receive side's group commit: content lines a connection read are
- * made durable (`beforeCommit`, then `store.receive`) before any is acked,
- * whatever arrived while the previous commit ran going in the next one;
- * acks and delivery follow the commits in order (SPEC 9.1/9.2).
+ * made durable (`beforeCommit`, then the received lines' records,
+ * `store.received.receive`) before any is acked, whatever arrived while the
+ * previous commit ran going in the next one; acks (written by the committer
+ * through the writer it holds) and delivery follow the commits in order
+ * (SPEC 9.1/9.2).
  *
  * @module
  */
 
 import type {
   IncomingLine,
+  ReceivedRecords,
   ReceiveExtras,
   ReceiveOutcome,
   Store,
 } from "../storage/store.ts";
 import { errorText } from "../wire/error_text.ts";
+import { timestamp } from "../wire/time.ts";
 import type { Frame } from "../wire/read_frame.ts";
 import type { Message } from "../wire/types.ts";
 import type { ReceivedLine } from "./connection.ts";
+import type { WireLine } from "./outbox_writer.ts";
+
+/**
+ * Where the committer writes its acks: the connection's output, which
+ * encodes the line and queues it on the socket under the unsent bound.
+ */
+export interface AckWriter {
+  /** Queues one line on the socket (nothing once the connection closed). */
+  writeLine(line: WireLine): void;
+}
 
 /**
  * Bytes of received content lines whose commit is in flight before reading
@@ -58,8 +72,6 @@ export interface CommitterHost {
   takeChunk(frame: Frame): Promise<void> | void;
   /** True when a line other than a chunk must pass `beforeCommit` too. */
   needsBeforeCommit(message: Message): boolean;
-  /** `line` is committed: ack it (acked types only). */
-  ack(line: { id: string; th?: string }): void;
   /** New (non-duplicate) lines, committed and acked. */
   deliver(lines: ReceivedLine[]): void;
   /** A commit failed: close with `err internal` and this detail. */
@@ -79,14 +91,17 @@ export const ACKED: ReadonlySet<string> = new Set([
  *
  * @example
  * ```ts ignore
- * const committer = new ReceiveCommitter(store, host);
+ * const committer = new ReceiveCommitter(store, host, output);
  * committer.stage(frame); // a msg read from the socket
  * await committer.commit(); // committed, acked, delivered
  * ```
  */
 export class ReceiveCommitter {
   #store: Store;
+  /** The records committed into (the store's, without its facade). */
+  #records: ReceivedRecords;
   #host: CommitterHost;
+  #acks: AckWriter;
   /** Lines staged in this read turn and not queued yet. */
   #staged: Pending[] = [];
   /** Lines queued and not yet handed to the store. */
@@ -107,10 +122,15 @@ export class ReceiveCommitter {
   /** In {@link inFlight} until everything staged is committed. */
   #tracked = false;
 
-  /** Commits into `store` for the connection `host`. */
-  constructor(store: Store, host: CommitterHost) {
+  /**
+   * Commits into `store`'s received records for the connection `host`,
+   * and writes the acks to `acks`.
+   */
+  constructor(store: Store, host: CommitterHost, acks: AckWriter) {
     this.#store = store;
+    this.#records = store.received;
     this.#host = host;
+    this.#acks = acks;
   }
 
   /** Reading may go on: the bytes in flight are under the bound (or nothing more will commit). */
@@ -297,7 +317,7 @@ export class ReceiveCommitter {
   #handOver(lines: Pending[], also?: ReceiveExtras): void {
     let bytes = 0;
     for (const line of lines) bytes += line.size;
-    const outcomes = this.#store.receive(
+    const outcomes = this.#records.receive(
       this.#host.remoteKey(),
       lines.map(({ id, t, th, message, raw }) => ({ id, t, th, message, raw })),
       also,
@@ -320,7 +340,15 @@ export class ReceiveCommitter {
     const fresh: ReceivedLine[] = [];
     for (let i = 0; i < lines.length; i++) {
       const line = lines[i];
-      if (ACKED.has(line.t)) this.#host.ack(line);
+      if (ACKED.has(line.t)) {
+        this.#acks.writeLine({
+          t: "ack",
+          id: this.#store.nextId(),
+          ts: timestamp(),
+          th: line.th,
+          re: line.id,
+        });
+      }
       const outcome = outcomes[i];
       if (outcome?.duplicate) continue;
       fresh.push(
