@@ -23,7 +23,10 @@ function keyBytes(key: Key): number {
   return n;
 }
 
+const ASCII = /^[\x00-\x7f]*$/;
+
 function utf8Bound(text: string): number {
+  if (ASCII.test(text)) return text.length; // keys are mostly ASCII: no loop
   let n = 0;
   for (let i = 0; i < text.length; i++) n += text.charCodeAt(i) < 0x80 ? 1 : 3;
   return n;
