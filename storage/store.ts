@@ -316,8 +316,11 @@ export interface ReceivedRecords {
   seen(peer: string): Promise<Record<string, string>>;
 }
 
-/** The durable state of a peer. Implementations: KvStore, MemoryStore. */
-export interface Store {
+/**
+ * The durable state of a peer. Implementations: KvStore, MemoryStore. Its
+ * `receive` and `seen` are those of its {@link Store.received} records.
+ */
+export interface Store extends ReceivedRecords {
   /**
    * The received lines' records, which {@link Store.receive} and
    * {@link Store.seen} read and write too (the receive path calls them
@@ -393,19 +396,6 @@ export interface Store {
 
   /** Removes outbox entries queued before `olderThan` (ms since epoch). */
   expireOutbox(olderThan: number): Promise<number>;
-
-  /**
-   * Commits received content lines in one atomic commit (group commit):
-   * dedup, per-thread seen, thread records, log. Resolve before acking.
-   */
-  receive(
-    peer: string,
-    lines: IncomingLine[],
-    also?: ReceiveExtras,
-  ): Promise<ReceiveOutcome[]>;
-
-  /** Per thread, the last content id received from `peer` (for resume). */
-  seen(peer: string): Promise<Record<string, string>>;
 
   /** Thread records, optionally for one peer. */
   threads(peer?: string): Promise<ThreadRecord[]>;

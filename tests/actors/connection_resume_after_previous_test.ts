@@ -11,15 +11,16 @@
  */
 
 import assert from "node:assert/strict";
-import { Connection } from "../../actors/connection.ts";
-import type { Transport } from "../../net/transport.ts";
 import { DenoKvBackend } from "../../storage/kv/kv_backend.ts";
 import type { Mutation } from "../../storage/kv/key.ts";
 import { KvStore } from "../../storage/kv_store.ts";
 import { MemoryStore } from "../../storage/memory_store.ts";
 import type { Store } from "../../storage/store.ts";
 import { Signer } from "../../wire/keys.ts";
-import { transportPair } from "../helpers/transport_pair.ts";
+import {
+  type ConnectionPair,
+  connectionPair,
+} from "../helpers/connection_pair.ts";
 import { until } from "../helpers/until.ts";
 
 /** Deno KV whose commits wait, while held, until the test opens them. */
@@ -42,52 +43,28 @@ class HeldCommits extends DenoKvBackend {
   }
 }
 
-interface Pair {
-  sender: Connection;
-  receiver: Connection;
-  close(): Promise<void>;
-}
-
 /**
- * Sender (dialing, store `a`) and receiver (store `b`) over real TCP; the
- * resumes the sender reads go to `resumes`, the receiver's authentication
- * calls `authed`.
+ * Sender (store `a`) and receiver (store `b`) over real TCP; the resumes
+ * the sender reads go to `resumes`, the receiver's authentication calls
+ * `authed`.
  */
-async function pair(
+function pair(
   a: Store,
   b: Store,
   signers: [Signer, Signer],
   resumes: Record<string, string>[],
   authed: () => void = () => {},
-): Promise<Pair> {
-  const { listener, client, server } = await transportPair("tcp:127.0.0.1:0");
-  listener.close();
-  const make = (transport: Transport, dialed: boolean) =>
-    new Connection({
-      transport,
-      dialed,
-      signer: signers[dialed ? 0 : 1],
-      store: dialed ? a : b,
+): Promise<ConnectionPair> {
+  return connectionPair(a, b, signers, {
+    sender: {
       onLine: (_peer, dir, _raw, message) => {
-        if (dialed && dir === "in" && message?.t === "resume") {
+        if (dir === "in" && message?.t === "resume") {
           resumes.push(message.seen as Record<string, string>);
         }
       },
-      onAuthenticated: dialed ? undefined : () => authed(),
-    });
-  const sender = make(client, true);
-  const receiver = make(server, false);
-  sender.start();
-  receiver.start();
-  return {
-    sender,
-    receiver,
-    async close() {
-      sender.close("test over");
-      receiver.close("test over");
-      await Promise.all([sender.closed, receiver.closed, listener.done]);
     },
-  };
+    receiver: { onAuthenticated: () => authed() },
+  });
 }
 
 const msg = (th: string, text: string) => ({
