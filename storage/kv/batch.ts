@@ -23,10 +23,10 @@ function keyBytes(key: Key): number {
   return n;
 }
 
-const ASCII = /^[\x00-\x7f]*$/;
+const NON_ASCII = /[\u0080-\uffff]/;
 
 function utf8Bound(text: string): number {
-  if (ASCII.test(text)) return text.length; // keys are mostly ASCII: no loop
+  if (!NON_ASCII.test(text)) return text.length; // keys are mostly ASCII: no loop
   let n = 0;
   for (let i = 0; i < text.length; i++) n += text.charCodeAt(i) < 0x80 ? 1 : 3;
   return n;

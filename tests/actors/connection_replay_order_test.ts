@@ -13,7 +13,7 @@
  */
 
 import assert from "node:assert/strict";
-import { Connection, type ReceivedLine } from "../../actors/connection.ts";
+import type { Connection, ReceivedLine } from "../../actors/connection.ts";
 import { MemoryStore } from "../../storage/memory_store.ts";
 import type { OutboxEntry, Store } from "../../storage/store.ts";
 import { Signer } from "../../wire/keys.ts";
