@@ -319,7 +319,7 @@ export class ReceiveCommitter {
     for (const line of lines) bytes += line.size;
     const outcomes = this.#records.receive(
       this.#host.remoteKey(),
-      lines.map(({ id, t, th, message, raw }) => ({ id, t, th, message, raw })),
+      lines, // each an IncomingLine (its other fields are not read)
       also,
     );
     outcomes.catch(() => {}); // handled in order below
@@ -351,11 +351,9 @@ export class ReceiveCommitter {
       }
       const outcome = outcomes[i];
       if (outcome?.duplicate) continue;
-      fresh.push(
-        outcome?.seq === undefined
-          ? line.received
-          : { ...line.received, seq: outcome.seq },
-      );
+      // The frame is this committer's own from here on: no copy.
+      if (outcome?.seq !== undefined) line.received.seq = outcome.seq;
+      fresh.push(line.received);
     }
     if (fresh.length) this.#host.deliver(fresh);
   }
