@@ -1,6 +1,9 @@
 /**
- * Two real {@link Connection}s over a real TCP socket: the sender dials
- * (store `a`, first signer), the receiver accepts (store `b`, second).
+ * Two {@link Connection}s talking over a real loopback TCP socket: for
+ * tests of what runs on top of a connection (presence, mirror, resume and
+ * replay) without a whole Peer. {@link establishedPair} starts two made by
+ * the caller and waits for their handshake; {@link connectionPair} makes a
+ * sender and a receiver over two stores and starts them.
  *
  * @module
  */
@@ -10,6 +13,33 @@ import type { Transport } from "../../net/transport.ts";
 import type { Store } from "../../storage/store.ts";
 import type { Signer } from "../../wire/keys.ts";
 import { transportPair } from "./transport_pair.ts";
+
+/**
+ * Makes the dialing side with `dialing` and the accepting side with
+ * `accepting` over a fresh TCP transport pair, starts both and resolves
+ * once both are established.
+ *
+ * @example
+ * ```ts ignore
+ * const [ca, cb] = await establishedPair(
+ *   (t) => connection(a, t, true),
+ *   (t) => connection(b, t, false),
+ * );
+ * ```
+ */
+export async function establishedPair(
+  dialing: (transport: Transport) => Connection,
+  accepting: (transport: Transport) => Connection,
+): Promise<[Connection, Connection]> {
+  const { listener, client, server } = await transportPair("tcp:127.0.0.1:0");
+  listener.close();
+  const ca = dialing(client);
+  const cb = accepting(server);
+  ca.start();
+  cb.start();
+  await Promise.all([ca.established, cb.established]);
+  return [ca, cb];
+}
 
 /** Options one side adds to its connection. */
 export type SideOptions = Partial<
