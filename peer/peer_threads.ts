@@ -21,7 +21,12 @@ import {
   type StateEvent,
   stateEvent,
 } from "./peer_events.ts";
-import type { LogEntry, Store, ThreadPatch } from "../storage/store.ts";
+import type {
+  LogEntry,
+  Store,
+  ThreadPatch,
+  ThreadRecord,
+} from "../storage/store.ts";
 import { errorText } from "../wire/error_text.ts";
 import { timestamp } from "../wire/time.ts";
 import type { BlobPart, Msg, State } from "../wire/types.ts";
@@ -211,16 +216,24 @@ export class PeerThreads {
       !change.read;
     const last = this.#threadTouched.get(id);
     if (onlyTouch && last !== undefined && now - last < TOUCH_EVERY_MS) return;
-    const record = await this.#store.patchThread(peer, th, change);
-    (await this.#actors.get(id)?.catch(() => undefined))?.send({
-      type: "STORED",
-      record,
-    });
+    // Noted before the write: the sends of a burst ask together, before the
+    // first write resolves, and must not each write (and step the actor).
     this.#threadTouched.delete(id);
     this.#threadTouched.set(id, now);
     if (this.#threadTouched.size > TOUCHED_MEMORY) {
       this.#threadTouched.delete(this.#threadTouched.keys().next().value!);
     }
+    let record: ThreadRecord;
+    try {
+      record = await this.#store.patchThread(peer, th, change);
+    } catch (error) {
+      if (this.#threadTouched.get(id) === now) this.#threadTouched.delete(id);
+      throw error;
+    }
+    (await this.#actors.get(id)?.catch(() => undefined))?.send({
+      type: "STORED",
+      record,
+    });
   }
 
   /** Marks the thread read: its record, then its actor (if running). */
