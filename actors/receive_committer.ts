@@ -338,13 +338,15 @@ export class ReceiveCommitter {
   /** Acks the committed lines, then delivers the new ones. */
   #ackAndDeliver(lines: Pending[], outcomes: ReceiveOutcome[]): void {
     const fresh: ReceivedLine[] = [];
+    let ts: string | undefined;
     for (let i = 0; i < lines.length; i++) {
       const line = lines[i];
       if (ACKED.has(line.t)) {
+        ts ??= timestamp(); // the batch's acks go out in the same instant
         this.#acks.writeLine({
           t: "ack",
           id: this.#store.nextId(),
-          ts: timestamp(),
+          ts,
           th: line.th,
           re: line.id,
         });
