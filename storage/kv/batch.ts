@@ -73,8 +73,6 @@ function costed(m: Mutation): Required<KeyedMutation> {
 export class Batch {
   /** The mutations, by encoded key (a later write of a key replaces it). */
   readonly mutations: Map<string, Mutation> = new Map();
-  /** Estimated bytes of each key's mutation (key included). */
-  #costs: Map<string, number> = new Map();
   #bytes = 0;
   #keyBytes = 0;
 
@@ -106,7 +104,7 @@ export class Batch {
     let keys = 0;
     for (const m of group) {
       const c = costed(m);
-      const old = this.#costs.get(c.encoded);
+      const old = (this.mutations.get(c.encoded) as KeyedMutation)?.cost;
       if (old === undefined) {
         count++;
         keys += c.keyCost;
@@ -122,11 +120,10 @@ export class Batch {
   add(group: Mutation[]): void {
     for (const m of group) {
       const c = costed(m);
-      const old = this.#costs.get(c.encoded);
+      const old = (this.mutations.get(c.encoded) as KeyedMutation)?.cost;
       if (old === undefined) this.#keyBytes += c.keyCost;
       else this.mutations.delete(c.encoded); // re-insert: the latest write wins
       this.#bytes += c.cost - (old ?? 0);
-      this.#costs.set(c.encoded, c.cost);
       this.mutations.set(c.encoded, m);
     }
   }
