@@ -235,13 +235,17 @@ export class Supervisor {
   }
 
   /**
-   * Runs a handshake's steps once on our own lines (`warmHandshake`), so
-   * the first real one does not pay their first-use costs; resolves when
-   * done (true if that handshake opened). Started once, by the first call
-   * or {@link start}.
+   * Runs a handshake's steps once on our own lines (`warmHandshake`), and
+   * loads the grants every handshake looks up (auth, admission) into the
+   * store's cache, so the first real one pays neither; resolves when done
+   * (true if that handshake opened). Started once, by the first call or
+   * {@link start}.
    */
   warm(): Promise<boolean> {
-    return this.#warmed ??= warmHandshake(this.#o.signer);
+    return this.#warmed ??= Promise.all([
+      warmHandshake(this.#o.signer),
+      this.#o.store.grants().catch(() => []),
+    ]).then(([opened]) => opened);
   }
 
   /** Counts: connections, active peers, listeners, failures survived. */
