@@ -738,6 +738,7 @@ export class Connection {
     }
     // Our seen, read while we verify (reading is paused: no line of this
     // connection lands meanwhile); it goes out only once they are admitted.
+    // A wait for what an earlier connection still commits belongs before it.
     this.#seen = this.#o.store.seen(this.#peer!.key);
     this.#seen.catch(() => {}); // a failure surfaces in #sendResume
     const ok = await verify(
