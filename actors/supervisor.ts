@@ -231,7 +231,7 @@ export class Supervisor {
     if (this.#started) return;
     this.#started = true;
     this.actor.start();
-    void this.warm();
+    if (!this.#stopping) void this.warm(); // not for a stop before any start
   }
 
   /**
@@ -523,7 +523,7 @@ export class Supervisor {
         c.state === "open" ? c.bye(reason) : (c.close(reason), c.closed)
       ),
     );
-    await this.#quiet.settled();
+    await Promise.all([this.#quiet.settled(), this.#warmed]);
     this.#send({ type: "STOPPED" });
     this.actor.stop();
   }

@@ -21,3 +21,16 @@ Deno.test("Supervisor.warm: runs once, on start, and touches no store", async ()
   await sup.stop();
   store.close();
 });
+
+// A stop must not leave the warm-up running behind it (timers, a dialer).
+Deno.test("Supervisor.stop right after start waits for the warm-up", async () => {
+  const store = new MemoryStore();
+  const sup = new Supervisor({ signer: await Signer.generate(), store });
+  sup.start();
+  let warmed = false;
+  void sup.warm().then(() => warmed = true);
+  await sup.stop();
+  assert.equal(warmed, true);
+  assert.equal(sup.state, "stopped");
+  store.close();
+});
