@@ -75,7 +75,8 @@ async function handshakeInMemory(signer: Signer): Promise<void> {
     const ends = [new PipeEnd(), new PipeEnd()];
     ends[0].other = ends[1];
     ends[1].other = ends[0];
-    const timeouts = { pingInterval: 0, handshake: 5_000 };
+    // Bounded: a warm-up that cannot finish gives up (and only costs time).
+    const timeouts = { pingInterval: 0, handshake: 5_000, resume: 5_000 };
     const conns = [
       new Connection({
         transport: ends[0],
