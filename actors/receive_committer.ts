@@ -39,12 +39,21 @@ export interface AckWriter {
  */
 const MAX_UNCOMMITTED_BYTES = 4 * 1024 * 1024;
 
+/** A store's received lines on their way in, across its connections. */
+interface StoreReceives {
+  /** Batches of received lines queued for commit so far (a mark). */
+  started: number;
+  /** Per remote key, the committers with lines not yet committed. */
+  peers: Map<string, Set<ReceiveCommitter>>;
+}
+
 /**
- * Per store and remote key, the committers with received lines not yet
- * committed: a new connection's resume waits for the previous one's
- * ({@link ReceiveCommitter.previousSettled}).
+ * Per store: a new connection's resume waits for the previous connection's
+ * commits ({@link ReceiveCommitter.previousSettled}), and may use a `seen`
+ * read ahead only if nothing was received since
+ * ({@link ReceiveCommitter.quietMark}).
  */
-const inFlight = new WeakMap<Store, Map<string, Set<ReceiveCommitter>>>();
+const inFlight = new WeakMap<Store, StoreReceives>();
 
 /** A received content line waiting for its commit; `size` is its length on the wire. */
 type Pending = IncomingLine & {
@@ -184,6 +193,7 @@ export class ReceiveCommitter {
   commit(): Promise<void> {
     const batch = this.#staged;
     if (batch.length > 0) {
+      this.#receives().started++;
       this.#track();
       for (const line of batch) this.#uncommittedBytes += line.size;
       const now = this.#overtaking(batch);
@@ -222,11 +232,33 @@ export class ReceiveCommitter {
    * what we already have.
    */
   async previousSettled(): Promise<void> {
-    const others = inFlight.get(this.#store)?.get(this.#host.remoteKey());
+    const others = inFlight.get(this.#store)?.peers.get(this.#host.remoteKey());
     if (!others) return;
     await Promise.all(
       [...others].filter((c) => c !== this).map((c) => c.#allSettled()),
     );
+  }
+
+  /**
+   * A mark for a `seen` read ahead: undefined while another connection's
+   * lines from this remote are in flight; two equal marks mean no received
+   * line was queued for commit in this store in between, so a `seen` read
+   * after the first is still current at the second.
+   */
+  quietMark(): number | undefined {
+    const receives = inFlight.get(this.#store);
+    if (!receives) return 0;
+    const others = receives.peers.get(this.#host.remoteKey());
+    if (others && [...others].some((c) => c !== this)) return undefined;
+    return receives.started;
+  }
+
+  #receives(): StoreReceives {
+    let receives = inFlight.get(this.#store);
+    if (!receives) {
+      inFlight.set(this.#store, receives = { started: 0, peers: new Map() });
+    }
+    return receives;
   }
 
   /** Registers this committer's work in flight until it is all settled. */
@@ -234,8 +266,7 @@ export class ReceiveCommitter {
     if (this.#tracked) return;
     this.#tracked = true;
     const peer = this.#host.remoteKey();
-    let byPeer = inFlight.get(this.#store);
-    if (!byPeer) inFlight.set(this.#store, byPeer = new Map());
+    const byPeer = this.#receives().peers;
     let committers = byPeer.get(peer);
     if (!committers) byPeer.set(peer, committers = new Set());
     committers.add(this);

@@ -352,7 +352,7 @@ export class PeerParts {
       const parts = new PeerParts(signer, store, options, dirs, hosts);
       parts.sup.start();
       parts.#housekeeping.start({ retentionMs: options.retentionMs });
-      await parts.sup.loadQuiet();
+      await Promise.all([parts.sup.loadQuiet(), parts.sup.warm()]);
       await parts.directory.redialKnown();
       // Requests acked before a crash: served now, or answered interrupted.
       const recovering = parts.requests.recover();
