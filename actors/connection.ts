@@ -194,6 +194,8 @@ export class Connection {
   #theirSeen: Record<string, string> = {};
   /** Our seen for the resume, read ahead while their auth verifies. */
   #seen: Promise<Record<string, string>> | undefined;
+  /** The received lines' mark when {@link #seen} was read. */
+  #seenMark: number | undefined;
   /** Outbox entries to the socket, in order, each once. */
   #outbox: OutboxWriter;
   #lastPing: { id: string; at: number } | undefined;
@@ -227,7 +229,8 @@ export class Connection {
     this.established.catch(() => {});
     // One machine shared by every connection; its actions call this host.
     const host = this.#host = new Connection.#Host(this);
-    this.#committer = new ReceiveCommitter(options.store, host);
+    // The committer writes its acks through the connection's output.
+    this.#committer = new ReceiveCommitter(options.store, host, host);
     this.#outbox = new OutboxWriter(host);
     this.actor = createActor(connectionMachine, {
       input: { timeouts: pingTimeouts(options), key: options.signer.key, host },
@@ -312,15 +315,6 @@ export class Connection {
     needsBeforeCommit(message: Message) {
       const c = this.#c;
       return c.#o.needsBeforeCommit?.(c.#peer!.key, message) ?? false;
-    }
-    ack(line: { id: string; th?: string }) {
-      this.#c.#send({
-        t: "ack",
-        id: this.#c.#o.store.nextId(),
-        ts: timestamp(),
-        th: line.th,
-        re: line.id,
-      });
     }
     deliver(lines: ReceivedLine[]) {
       this.#c.#o.onDeliver?.(this.#c, lines);
@@ -568,7 +562,13 @@ export class Connection {
   }
 
   async #sendResume(): Promise<void> {
-    const seen = await (this.#seen ?? this.#o.store.seen(this.#peer!.key));
+    // What an earlier connection to them read commits first; the seen read
+    // ahead holds only if nothing was received since (else read again).
+    await this.#committer.previousSettled();
+    const ahead = this.#seenMark !== undefined &&
+      this.#committer.quietMark() === this.#seenMark;
+    const seen = await (ahead && this.#seen ||
+      this.#o.store.seen(this.#peer!.key));
     this.#seen = undefined;
     this.#send({
       t: "resume",
@@ -738,7 +738,9 @@ export class Connection {
     }
     // Our seen, read while we verify (reading is paused: no line of this
     // connection lands meanwhile); it goes out only once they are admitted.
-    // A wait for what an earlier connection still commits belongs before it.
+    // Lines an earlier connection still commits are waited for in
+    // #sendResume; its mark says whether this read is still current then.
+    this.#seenMark = this.#committer.quietMark();
     this.#seen = this.#o.store.seen(this.#peer!.key);
     this.#seen.catch(() => {}); // a failure surfaces in #sendResume
     const ok = await verify(

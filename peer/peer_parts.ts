@@ -267,7 +267,7 @@ export class PeerParts {
       needsBeforeCommit: (_peer, message) =>
         message.t === "msg" && hasRequests(message as Msg),
       // Each fresh msg/state holds its event's turn: events leave in seq order.
-      afterCommit: (_peer, lines) => this.threads.afterCommit(lines),
+      afterCommit: (peer, lines) => this.threads.afterCommit(peer, lines),
       onAck: (peer, ack) => this.#onAck(peer, ack.re, ack.th),
       onBye: (peer, reason) =>
         events.emit({
