@@ -31,7 +31,8 @@ export class SentBeforeAcked {
   #emit: (id: string) => void;
   #sending = 0;
   #sent = new Set<string>();
-  #held: string[] = [];
+  /** Acks waiting for their `sent`, in arrival order. */
+  #held = new Set<string>();
 
   /** Writes `acked` events through `emitAcked`. */
   constructor(emitAcked: (id: string) => void) {
@@ -49,15 +50,20 @@ export class SentBeforeAcked {
       if (done) return;
       done = true;
       this.#sending--;
-      if (id !== undefined) this.#note(id);
-      this.#release();
+      if (id !== undefined) {
+        // Its own ack, if it came first, goes right after its sent.
+        if (this.#held.delete(id)) this.#emit(id);
+        else this.#note(id);
+      }
+      // Acks of lines not sent in this run go once no send is in flight.
+      if (this.#sending === 0) this.#release();
     };
   }
 
   /** The ack of `id` was taken: `acked` now, or once its `sent` is out. */
   acked(id: string): void {
     if (this.#sent.delete(id) || this.#sending === 0) this.#emit(id);
-    else this.#held.push(id);
+    else this.#held.add(id);
   }
 
   #note(id: string): void {
@@ -67,13 +73,10 @@ export class SentBeforeAcked {
     }
   }
 
+  /** No send in flight: every held ack goes (in arrival order). */
   #release(): void {
-    if (this.#held.length === 0) return;
-    const held = this.#held;
-    this.#held = [];
-    for (const id of held) {
-      if (this.#sent.delete(id) || this.#sending === 0) this.#emit(id);
-      else this.#held.push(id);
-    }
+    const held = [...this.#held];
+    this.#held.clear();
+    for (const id of held) this.#emit(id);
   }
 }
