@@ -237,7 +237,7 @@ export class OutboxWriter {
    * ({@link hold}, then {@link write} in the connection's output order).
    */
   tryWriteNow(entries: OutboxEntry[]): boolean {
-    if (this.#full() || !this.#mayOvertake(entries)) return false;
+    if (!this.#mayOvertake(entries)) return false;
     for (const entry of entries) this.#writeLine(entry, entryLine(entry));
     return true;
   }
@@ -253,7 +253,10 @@ export class OutboxWriter {
    */
   #mayOvertake(entries: OutboxEntry[]): boolean {
     if (this.#listing || this.#queuedBarriers > 0) return false;
-    if (this.#queuedThreads.size === 0) return entries.every((e) => !e.chunk);
+    // Nothing queued: the window still paces them (a burst of our own).
+    if (this.#queuedThreads.size === 0) {
+      return !this.#full() && entries.every((e) => !e.chunk);
+    }
     return entries.every((e) =>
       (e.t === "msg" || e.t === "state") && e.th !== undefined &&
       !this.#queuedThreads.has(e.th)
