@@ -16,7 +16,15 @@ const QUOTE = 0x22;
 const BRACE = 0x7d;
 /** `"data":` before the value's opening quote. */
 const DATA_KEY = new TextEncoder().encode('"data":');
-const strict = new TextDecoder("utf-8", { fatal: true });
+// ignoreBOM: a BOM stays in the text (and fails there) instead of vanishing.
+const strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+/**
+ * For the data: not fatal, which takes Deno's single-pass UTF-8 path (~6×
+ * faster on a 350 KB line). Any byte that is not plain ASCII base64 still
+ * fails, later: as U+FFFD or a multi-byte letter, which `setFromBase64`
+ * rejects, and the line takes the general parse.
+ */
+const loose = new TextDecoder("utf-8", { ignoreBOM: true });
 /** Lines shorter than this go the general way (nothing to save). */
 const MIN_FAST_BYTES = 4096;
 
@@ -59,7 +67,7 @@ export function splitChunkLine(bytes: Uint8Array): SplitChunkLine | undefined {
   let text: string;
   try {
     head = strict.decode(bytes.subarray(0, open + 1));
-    text = strict.decode(bytes.subarray(open + 1, end - 2));
+    text = loose.decode(bytes.subarray(open + 1, end - 2));
   } catch {
     return undefined;
   }

@@ -4,6 +4,7 @@ import { BlobSourceError, chunkMessage } from "../../storage/spool.ts";
 import type { OutboxEntry } from "../../storage/store.ts";
 import { parseLine } from "../../wire/parse.ts";
 import { releaseChunkBytes, splitChunkLine } from "../../wire/chunk_line.ts";
+import { readFrame } from "../../wire/read_frame.ts";
 import { encodeBase64 } from "../../wire/base64.ts";
 import { encodeLine } from "../../wire/frame.ts";
 
@@ -100,9 +101,29 @@ Deno.test("chunk lines of other shapes take the general parse (undefined here)",
       ["not a chunk", `{"t":"msg","x":1,"data":"${data}"}`],
       ["not JSON before", `{${base},,"data":"${data}"}`],
       ["bad padding", `{${base},"data":"${data}A="}`],
+      ["a BOM before the data", `{${base},"data":"\uFEFF${data.slice(4)}"}`],
+      ["a letter outside ASCII", `{${base},"data":"${data.slice(4)}QUJé"}`],
     ]
   ) {
     assert.equal(splitChunkLine(line(text)), undefined, why);
+  }
+});
+
+Deno.test("chunk data that is not UTF-8 takes the general parse, which rejects it", () => {
+  const enc = new TextEncoder();
+  const head = enc.encode(
+    `{"t":"chunk","id":"1","ts":"x","ref":"r","n":0,"last":true,"data":"`,
+  );
+  const data = enc.encode("QUJD".repeat(2000));
+  // A lone continuation byte, then a truncated two-byte sequence.
+  for (const bad of [[0x80], [0xc3]]) {
+    const body = data.slice();
+    body.set([...bad, 0x41, 0x41, 0x41].slice(0, 4), 100);
+    const line = new Uint8Array([...head, ...body, 0x22, 0x7d]);
+    assert.equal(splitChunkLine(line), undefined, `byte ${bad}`);
+    const read = readFrame(line);
+    assert.ok(!read.ok, `byte ${bad}`);
+    assert.match(read.detail, /UTF-8/);
   }
 });
 
