@@ -103,10 +103,25 @@ Deno.test("chunk lines of other shapes take the general parse (undefined here)",
       ["bad padding", `{${base},"data":"${data}A="}`],
       ["a BOM before the data", `{${base},"data":"\uFEFF${data.slice(4)}"}`],
       ["a letter outside ASCII", `{${base},"data":"${data.slice(4)}QUJé"}`],
+      ["data inside a key", `{${base},"x\\"data":"${data}"}`],
+      ["data twice", `{${base},"data":"QUJD","data":"${data}"}`],
+      ["data in a nested object", `{${base},"o":{"data":"${data}"}`],
     ]
   ) {
     assert.equal(splitChunkLine(line(text)), undefined, why);
   }
+});
+
+Deno.test("a key that only contains data is no data: the schema says what is missing", () => {
+  const data = "QUJD".repeat(2000);
+  const read = readFrame(
+    new TextEncoder().encode(
+      `{"t":"chunk","id":"01J0000000000000000000000A","ts":"2026-01-01T00:00:00.000Z","ref":"r","n":0,"last":true,"x\\"data":"${data}"}`,
+    ),
+  );
+  assert.ok(read.ok);
+  assert.equal(read.frame.bytes, undefined);
+  assert.match(read.frame.invalid ?? "", /data/);
 });
 
 Deno.test("chunk data that is not UTF-8 takes the general parse, which rejects it", () => {
