@@ -18,6 +18,8 @@ export type LineEvent =
   | { kind: "too_large"; size: number };
 
 const NEWLINE = 0x0a;
+/** Views mode keeps its buffers after a push at least this big. */
+const KEEP_AFTER_BYTES = 64 * 1024;
 
 /**
  * Splits pushed chunks into newline-terminated lines of at most
@@ -86,8 +88,11 @@ export class LineReader {
     if (!this.#views) return this.#split(chunk);
     this.#lent = false;
     const events = this.#split(chunk);
-    // Nothing partial: an idle connection keeps no buffer.
-    if (this.#pending === 0) this.#joined = this.#spare = undefined;
+    // Nothing partial after a small read: an idle connection keeps no
+    // buffer (a burst keeps them, even when a read ends with a line).
+    if (this.#pending === 0 && chunk.length < KEEP_AFTER_BYTES) {
+      this.#joined = this.#spare = undefined;
+    }
     return events;
   }
 
