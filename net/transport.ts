@@ -18,8 +18,8 @@
 
 import { acceptLoop } from "./accept_loop.ts";
 import { type Address, isPrivateHost, parseAddress } from "../wire/address.ts";
-import { errorText } from "../wire/error_text.ts";
 import { BatchedWriter } from "./batched_writer.ts";
+import { readAhead } from "./read_ahead.ts";
 import { ConnectionGate, type ConnectionLimits } from "./connection_gate.ts";
 import { softFdLimit } from "./fd_limit.ts";
 import {
@@ -204,31 +204,12 @@ class ConnTransport implements Transport {
 
   async #readLoop(handlers: TransportHandlers): Promise<void> {
     // Small while the peer sends little (an idle connection holds only
-    // this); READ_BYTES from a read that fills it until a read that is small.
-    let buffer = new Uint8Array(IDLE_READ_BYTES);
-    let error: Error | undefined;
-    try {
-      while (!this.#writer.closed) {
-        const n = await this.#conn.read(buffer);
-        if (n === null) break;
-        // A view, not a copy: the next read waits for the handler.
-        await handlers.onData(buffer.subarray(0, n));
-        const size = n === buffer.length
-          ? READ_BYTES
-          : n < IDLE_READ_BYTES
-          ? IDLE_READ_BYTES
-          : buffer.length;
-        if (size !== buffer.length) buffer = new Uint8Array(size);
-      }
-    } catch (e) {
-      // Reads interrupted by our own close() are a normal end.
-      if (!this.#writer.closed) {
-        error = e instanceof Error ? e : new Error(errorText(e));
-      }
-    }
-    try {
-      handlers.onEnd(error);
-    } catch { /* the owner's problem; never crash the loop */ }
+    // one such buffer); during a burst it reads ahead, into a second
+    // buffer, while the owner takes the first (read_ahead.ts).
+    await readAhead(this.#conn, () => this.#writer.closed, {
+      idle: IDLE_READ_BYTES,
+      burst: READ_BYTES,
+    }, handlers);
   }
 
   write(frame: Uint8Array): Promise<void> {
