@@ -12,10 +12,12 @@
 
 import { errorText } from "../wire/error_text.ts";
 
-/** What {@linkcode readAhead} reads from (a `Deno.Conn`). */
+/** What {@linkcode readAhead} reads from (a socket's transport). */
 export interface ByteSource {
   /** Reads into `p`; resolves with the count, or null at EOF. */
   read(p: Uint8Array): Promise<number | null>;
+  /** Closed by its owner: reading stops, and its read errors are no errors. */
+  readonly closed: boolean;
 }
 
 /** Sizes of {@linkcode readAhead}'s buffers. */
@@ -35,12 +37,12 @@ export interface ReadAheadHandlers {
   onData(chunk: Uint8Array): void | Promise<void>;
   /**
    * Called once, after every piece read was handed over: at EOF, on a
-   * read error (`error`), or once `stopped` said so (no error).
+   * read error (`error`), or once the source is closed (no error).
    */
   onEnd(error?: Error): void;
 }
 
-/** One of the two buffers, filled from its start. */
+/** One of the two buffers of a burst, filled from its start. */
 interface Slab {
   bytes: Uint8Array;
   /** Bytes read into it so far. */
@@ -49,16 +51,20 @@ interface Slab {
   given: number;
 }
 
+/** How a burst ended: quiet again (go on reading), or the end. */
+type BurstEnd = { ended: false } | { ended: true; error?: Error };
+
 /**
- * Runs the read loop of `source` until EOF, an error or `stopped()`;
+ * Runs the read loop of `source` until EOF, an error or its close;
  * resolves after `onEnd`. Errors thrown by `onData` end it too (as a read
- * error would, unless stopped).
+ * error would, unless closed).
  *
  * @example
  * ```ts
  * import { readAhead } from "./read_ahead.ts";
  * const parts = [new Uint8Array([1, 2]), new Uint8Array([3])];
  * const source = {
+ *   closed: false,
  *   read(p: Uint8Array) {
  *     const next = parts.shift();
  *     if (!next) return Promise.resolve(null);
@@ -67,7 +73,7 @@ interface Slab {
  *   },
  * };
  * const got: number[] = [];
- * await readAhead(source, () => false, { idle: 16, burst: 64 }, {
+ * await readAhead(source, { idle: 16, burst: 64 }, {
  *   onData: (c) => void got.push(...c),
  *   onEnd: () => {},
  * });
@@ -76,23 +82,62 @@ interface Slab {
  */
 export async function readAhead(
   source: ByteSource,
-  stopped: () => boolean,
   sizes: ReadAheadSizes,
   handlers: ReadAheadHandlers,
 ): Promise<void> {
-  let size = sizes.idle;
-  let fill: Slab = slab(size);
-  let other: Slab | undefined;
+  // Quiet: one small buffer, read again once the owner is done with it
+  // (an idle connection holds only this and one pending read).
+  const buffer = new Uint8Array(sizes.idle);
+  let error: Error | undefined;
+  try {
+    while (!source.closed) {
+      const n = await source.read(buffer);
+      if (n === null) break;
+      if (n < buffer.length) {
+        await handlers.onData(buffer.subarray(0, n));
+        continue;
+      }
+      // A read that filled it: a burst, read ahead until quiet again.
+      const end = await burst(source, sizes, handlers, buffer);
+      if (end.ended) {
+        error = end.error;
+        break;
+      }
+    }
+  } catch (e) {
+    // Reads interrupted by our own close are a normal end.
+    if (!source.closed) error = asError(e);
+  }
+  try {
+    handlers.onEnd(error);
+  } catch { /* the owner's problem; never crash the loop */ }
+}
+
+/**
+ * A burst, from the quiet buffer `first` that a read filled: reads go on
+ * into two big buffers in turn while the owner takes what came before.
+ * Returns once a read is small and all was handed over (or at the end).
+ */
+async function burst(
+  source: ByteSource,
+  sizes: ReadAheadSizes,
+  handlers: ReadAheadHandlers,
+  first: Uint8Array,
+): Promise<BurstEnd> {
+  let fill: Slab = slab(sizes.burst);
+  let other: Slab | undefined = { bytes: first, used: first.length, given: 0 };
   /** Pieces read and not handed over yet, in order (ends in a slab). */
-  const queue: Array<{ slab: Slab; end: number }> = [];
+  const queue: Array<{ slab: Slab; end: number }> = [
+    { slab: other, end: first.length },
+  ];
   let held: Slab | undefined;
   type Step =
     | { kind: "read"; slab: Slab; n: number | null; error?: unknown }
     | { kind: "owned"; error?: unknown; threw: boolean };
   let reading: Promise<Step> | undefined;
   let owning: Promise<Step> | undefined;
-  let ended = false;
-  let error: Error | undefined;
+  let quiet = false;
+  let end: BurstEnd | undefined;
 
   const consumed = (s: Slab) => s !== held && s.given === s.used;
 
@@ -100,16 +145,15 @@ export async function readAhead(
   const room = (): Slab | undefined => {
     // All handed over and done with: read from its start again.
     if (consumed(fill)) {
-      if (fill.bytes.length !== size) fill = slab(size);
       fill.used = fill.given = 0;
       return fill;
     }
-    // Quiet: one buffer, read again once the owner is done with it.
-    if (size === sizes.idle) return undefined;
     if (fill.bytes.length - fill.used >= sizes.idle) return fill;
     // Full: the other one, once nothing in it is queued or held.
     if (other !== undefined && !consumed(other)) return undefined;
-    const next = other?.bytes.length === size ? other : slab(size);
+    const next = other?.bytes.length === sizes.burst
+      ? other
+      : slab(sizes.burst);
     other = fill;
     next.used = next.given = 0;
     fill = next;
@@ -118,11 +162,11 @@ export async function readAhead(
 
   for (;;) {
     // Closed by us: nothing more is read or handed over.
-    if (!ended && stopped()) {
-      ended = true;
+    if (!end && source.closed) {
+      end = { ended: true };
       queue.length = 0;
     }
-    if (!reading && !ended) {
+    if (!reading && !end && !quiet) {
       const target = room();
       if (target) {
         reading = source.read(target.bytes.subarray(target.used)).then(
@@ -132,15 +176,15 @@ export async function readAhead(
       }
     }
     if (!owning && queue.length > 0) {
-      const first = queue.shift()!;
-      let end = first.end;
+      const next = queue.shift()!;
+      let to = next.end;
       // Later reads into the same slab go with it: one bigger piece.
-      while (queue.length > 0 && queue[0].slab === first.slab) {
-        end = queue.shift()!.end;
+      while (queue.length > 0 && queue[0].slab === next.slab) {
+        to = queue.shift()!.end;
       }
-      const s = first.slab;
-      const piece = s.bytes.subarray(s.given, end);
-      s.given = end;
+      const s = next.slab;
+      const piece = s.bytes.subarray(s.given, to);
+      s.given = to;
       held = s;
       owning = (async (): Promise<Step> => {
         try {
@@ -155,44 +199,37 @@ export async function readAhead(
     // open and quiet); what was read is still handed over.
     const waits: Array<Promise<Step>> = [];
     if (owning) waits.push(owning);
-    if (reading && !ended) waits.push(reading);
+    if (reading && !end) waits.push(reading);
     if (waits.length === 0) break;
     const step = await Promise.race(waits);
     if (step.kind === "owned") {
       owning = undefined;
       held = undefined;
       if (step.threw) {
-        ended = true;
         queue.length = 0;
-        if (!stopped()) error ??= asError(step.error);
+        end = source.closed ? { ended: true } : {
+          ended: true,
+          error: end?.ended ? end.error : asError(step.error),
+        };
       }
       continue;
     }
     reading = undefined;
     if (step.n === null) {
-      ended = true;
       // Reads interrupted by our own close are a normal end.
-      if (step.error !== undefined && !stopped()) {
-        error ??= asError(step.error);
-      }
+      end ??= step.error === undefined || source.closed
+        ? { ended: true }
+        : { ended: true, error: asError(step.error) };
       continue;
     }
-    const s = step.slab;
-    // A read that filled a whole buffer: a burst; a small one: quiet again.
-    const whole = s.used === 0 && step.n === s.bytes.length;
-    s.used += step.n;
-    queue.push({ slab: s, end: s.used });
-    if (whole) size = sizes.burst;
-    else if (step.n < sizes.idle && queue.length === 1 && !held) {
-      size = sizes.idle;
-      other = undefined;
-    }
+    step.slab.used += step.n;
+    queue.push({ slab: step.slab, end: step.slab.used });
+    // A small read with nothing else waiting: quiet again.
+    if (step.n < sizes.idle && queue.length === 1 && !held) quiet = true;
   }
   // A read may still be pending after the owner's throw or our close.
   void reading?.catch(() => {});
-  try {
-    handlers.onEnd(error);
-  } catch { /* the owner's problem; never crash the loop */ }
+  return end ?? { ended: false };
 }
 
 function slab(size: number): Slab {

@@ -151,6 +151,7 @@ export class TransportError extends Error {
 const READ_BYTES = 1024 * 1024;
 /** Read buffer of a connection that is not receiving a burst. */
 const IDLE_READ_BYTES = 1024;
+const READ_SIZES = { idle: IDLE_READ_BYTES, burst: READ_BYTES };
 
 function plaintextAllowed(option: boolean | undefined): boolean {
   if (option) return true;
@@ -199,17 +200,15 @@ class ConnTransport implements Transport {
   start(handlers: TransportHandlers): void {
     if (this.#started) throw new Error("transport already started");
     this.#started = true;
-    void this.#readLoop(handlers);
-  }
-
-  async #readLoop(handlers: TransportHandlers): Promise<void> {
     // Small while the peer sends little (an idle connection holds only
     // one such buffer); during a burst it reads ahead, into a second
-    // buffer, while the owner takes the first (read_ahead.ts).
-    await readAhead(this.#conn, () => this.#writer.closed, {
-      idle: IDLE_READ_BYTES,
-      burst: READ_BYTES,
-    }, handlers);
+    // buffer, while the owner takes the first.
+    void readAhead(this, READ_SIZES, handlers);
+  }
+
+  /** For the read loop (read_ahead.ts): the socket's next bytes. */
+  read(p: Uint8Array): Promise<number | null> {
+    return this.#conn.read(p);
   }
 
   write(frame: Uint8Array): Promise<void> {

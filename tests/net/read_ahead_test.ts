@@ -19,6 +19,7 @@ function streamSource(
   let at = 0;
   const source = {
     reads: 0,
+    closed: false,
     async read(p: Uint8Array): Promise<number | null> {
       const ms = delay();
       if (ms > 0) await new Promise((r) => setTimeout(r, ms));
@@ -45,7 +46,7 @@ Deno.test("read ahead: every byte in order, each piece intact until its owner is
     let seen = 0;
     let ends = 0;
     let ended: Error | undefined;
-    await readAhead(source, () => false, SIZES, {
+    await readAhead(source, SIZES, {
       async onData(piece) {
         const from = seen;
         seen += piece.length;
@@ -73,7 +74,7 @@ Deno.test("read ahead: every byte in order, each piece intact until its owner is
 Deno.test("read ahead: a busy owner gets what several reads brought, in one piece", async () => {
   const source = streamSource(100_000, () => 100);
   const pieces: number[] = [];
-  await readAhead(source, () => false, { idle: 16, burst: 4096 }, {
+  await readAhead(source, { idle: 16, burst: 4096 }, {
     async onData(piece) {
       pieces.push(piece.length);
       await new Promise((r) => setTimeout(r, 2));
@@ -94,6 +95,7 @@ Deno.test("read ahead: a quiet socket is not waited for once the owner threw, or
   const quiet = (): ByteSource => {
     let n = 0;
     return {
+      closed: false,
       read(p) {
         if (n++ >= 2) return new Promise(() => {});
         p.fill(1, 0, 4);
@@ -102,7 +104,7 @@ Deno.test("read ahead: a quiet socket is not waited for once the owner threw, or
     };
   };
   let error: Error | undefined;
-  await readAhead(quiet(), () => false, SIZES, {
+  await readAhead(quiet(), SIZES, {
     onData() {
       throw new Error("owner broke");
     },
@@ -112,13 +114,13 @@ Deno.test("read ahead: a quiet socket is not waited for once the owner threw, or
   });
   assert.equal(error?.message, "owner broke");
 
-  let stop = false;
+  const source = quiet();
   let pieces = 0;
   let ended = false;
-  const done = readAhead(quiet(), () => stop, SIZES, {
+  const done = readAhead(source, SIZES, {
     onData() {
       pieces++;
-      stop = true; // closed by its owner after the first piece
+      (source as { closed: boolean }).closed = true; // closed by its owner
     },
     onEnd(e) {
       assert.equal(e, undefined);
@@ -133,6 +135,7 @@ Deno.test("read ahead: a quiet socket is not waited for once the owner threw, or
 Deno.test("read ahead: a read error ends it after what came before, with the error", async () => {
   let n = 0;
   const source: ByteSource = {
+    closed: false,
     read(p) {
       if (n++ === 0) {
         p.fill(7, 0, 10);
@@ -143,7 +146,7 @@ Deno.test("read ahead: a read error ends it after what came before, with the err
   };
   const got: number[] = [];
   let error: Error | undefined;
-  await readAhead(source, () => false, SIZES, {
+  await readAhead(source, SIZES, {
     onData: (piece) => void got.push(...piece),
     onEnd(e) {
       error = e;
@@ -172,11 +175,12 @@ Deno.test("read ahead over a Unix socket: a slow owner, 8 MiB intact, in fewer p
     })();
     let reads = 0;
     const counted: ByteSource = {
+      closed: false,
       read: (p) => server.read(p).then((n) => (n !== null && reads++, n)),
     };
     let seen = 0;
     let pieces = 0;
-    await readAhead(counted, () => false, { idle: 1024, burst: 1 << 20 }, {
+    await readAhead(counted, { idle: 1024, burst: 1 << 20 }, {
       async onData(piece) {
         pieces++;
         for (let k = 0; k < piece.length; k += 4093) {
