@@ -20,7 +20,7 @@
  * 50 MiB file, against +42 MiB over TCP), and `WebSocketStream`, which has
  * read backpressure, is behind `--unstable-net` and cannot take a private
  * CA. Here a read waits for the owner and a write for the kernel, both
- * ways, as on TCP. A refused upgrade (any HTTP status but 101, e.g.
+ * ways (TCP reads ahead by one buffer at most, net/read_ahead.ts). A refused upgrade (any HTTP status but 101, e.g.
  * 502/503/504 from a sleeping host's front) is a {@link TransportError}
  * with `waking` set.
  *
