@@ -377,8 +377,15 @@ function hasZeroByte(word: number): boolean {
 /**
  * True when `payload` holds a newline: a word at a time (about twice the
  * speed of `includes` on a ~350 KB chunk line).
+ *
+ * @example
+ * ```ts
+ * import { hasNewline } from "./websocket_frames.ts";
+ * console.assert(hasNewline(new TextEncoder().encode("a\nb")));
+ * console.assert(!hasNewline(new TextEncoder().encode("ab")));
+ * ```
  */
-function hasNewline(payload: Uint8Array): boolean {
+export function hasNewline(payload: Uint8Array): boolean {
   const n = payload.length;
   let i = 0;
   const lead = Math.min(n, (4 - (payload.byteOffset & 3)) & 3);

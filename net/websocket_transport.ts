@@ -43,6 +43,7 @@ import {
   FrameDecoder,
   type FrameEvent,
   frameStart,
+  hasNewline,
   hasToken,
   headerSize,
   MAX_HEAD_BYTES,
@@ -299,7 +300,17 @@ export class WebSocketTransport implements Transport {
   #frameLines(bytes: Uint8Array): Uint8Array {
     const lines: Uint8Array[] = [];
     let start = 0;
-    for (;;) {
+    // A big write that is one whole line (a chunk line, as the connection
+    // writes them): checked a word at a time, not split byte by byte.
+    const last = bytes.length - 1;
+    if (
+      last >= RING_FRAME_BYTES && bytes[last] === NEWLINE &&
+      this.#partial.length === 0 && !hasNewline(bytes.subarray(0, last))
+    ) {
+      lines.push(bytes.subarray(0, last));
+      start = bytes.length;
+    }
+    while (start < bytes.length) {
       const nl = bytes.indexOf(NEWLINE, start);
       if (nl < 0) break;
       let line = bytes.subarray(start, nl);

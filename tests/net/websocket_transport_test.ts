@@ -380,6 +380,12 @@ Deno.test("many big lines both ways, some beside small ones, arrive byte for byt
     await Promise.all(expected.map((l) => serverSide!.write(l)));
     await until(() => fromServer.total === want.length, "all lines at client");
     assert.deepEqual(stream(fromServer.pieces), want);
+    // Two big lines in one write are still two messages.
+    const two = stream([expected[0], expected[1]]);
+    await client.write(two);
+    const total = want.length + two.length;
+    await until(() => accepted?.total === total, "two lines in one write");
+    assert.deepEqual(stream(accepted!.pieces).subarray(want.length), two);
   } finally {
     client.close();
     serverSide?.close();
