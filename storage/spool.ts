@@ -307,7 +307,9 @@ export async function readChunk(source: ChunkSource): Promise<Uint8Array> {
 
 /**
  * Fills `bytes` from `file` (the spooled file at `path`) at `offset`;
- * throws {@linkcode BlobSourceError} when the file ends first.
+ * throws {@linkcode BlobSourceError} when the file ends first. `position`,
+ * where the file's read position is known to be, saves the seek when it is
+ * already at `offset` (chunks read in order).
  *
  * @example
  * ```ts
@@ -326,8 +328,9 @@ export async function readFullyAt(
   path: string,
   offset: number,
   bytes: Uint8Array,
+  position = -1,
 ): Promise<void> {
-  await file.seek(offset, Deno.SeekMode.Start);
+  if (position !== offset) await file.seek(offset, Deno.SeekMode.Start);
   let done = 0;
   while (done < bytes.length) {
     const n = await file.read(bytes.subarray(done));

@@ -66,6 +66,26 @@ Deno.test("framed chunk lines are byte for byte the lines chunkMessage + encodeL
   }
 });
 
+Deno.test("chunks framed out of order (a replay) read their own bytes", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const size = 3 * CHUNK;
+    const bytes = new Uint8Array(size);
+    for (let i = 0; i < size; i++) bytes[i] = (i * 7 + (i >> 12)) & 255;
+    await Deno.writeFile(`${dir}/blob_1`, bytes);
+    const framer = new ChunkFramer();
+    for (const n of [0, 1, 0, 2, 1]) {
+      const e = entry(`${dir}/blob_1`, n, false, size);
+      const frame = await framer.frame(e);
+      assert.deepEqual(frame.bytes, encodeLine(await chunkMessage(e)), `${n}`);
+      frame.release();
+    }
+    framer.close();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("a spooled file removed while its chunks are queued stops them", async () => {
   const dir = await Deno.makeTempDir();
   try {
