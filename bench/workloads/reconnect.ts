@@ -1,7 +1,8 @@
 /**
  * Workload: connect and reconnect. A driver in `connect` mode dials a
  * listening driver: timed from its `identity` event to its `connected`
- * event; its idle RSS is read once connected. Then the listener is killed
+ * event, and from its spawn (what start-up work done before `identity`
+ * costs shows there); its idle RSS is read once connected. Then the listener is killed
  * (SIGKILL) and restarted on the same state and address, `restarts`
  * times: each timed from the new listener's `listening` event, and from
  * its spawn, until the dialer reports `connected` again. The listener is
@@ -29,6 +30,7 @@ export const reconnectWorkload: Workload = {
   title: "driver connect time; listener killed and restarted → reconnected",
   units: {
     connect_ms: "ms",
+    spawn_to_connected_ms: "ms",
     reconnect_median_ms: "ms",
     reconnect_max_ms: "ms",
     restart_to_connected_ms: "ms",
@@ -44,6 +46,7 @@ export const reconnectWorkload: Workload = {
         state: lState,
       });
       const addr = l.addr;
+      const dialerSpawned = performance.now();
       const dialer = ctx.spawnPeer(
         "dialer",
         await ctx.dir("dialer"),
@@ -80,6 +83,7 @@ export const reconnectWorkload: Workload = {
         }
         samples.push({
           connect_ms: connectMs,
+          spawn_to_connected_ms: first.at - dialerSpawned,
           reconnect_median_ms: median(fromListening),
           reconnect_max_ms: Math.max(...fromListening),
           restart_to_connected_ms: median(fromSpawn),
