@@ -26,6 +26,11 @@ export interface ReadAheadSizes {
   idle: number;
   /** A buffer during a burst (from a read that filled its room). */
   burst: number;
+  /**
+   * Bytes read and not handed over yet, at most (a small line waits behind
+   * them): the reads ahead stop there until the owner takes them.
+   */
+  ahead: number;
 }
 
 /** What the owner of a {@linkcode readAhead} loop is told. */
@@ -73,7 +78,7 @@ type BurstEnd = { ended: false } | { ended: true; error?: Error };
  *   },
  * };
  * const got: number[] = [];
- * await readAhead(source, { idle: 16, burst: 64 }, {
+ * await readAhead(source, { idle: 16, burst: 64, ahead: 64 }, {
  *   onData: (c) => void got.push(...c),
  *   onEnd: () => {},
  * });
@@ -138,6 +143,8 @@ async function burst(
   let owning: Promise<Step> | undefined;
   let quiet = false;
   let end: BurstEnd | undefined;
+  /** Bytes queued, not handed over yet (bounded by `sizes.ahead`). */
+  let queued = first.length;
 
   const consumed = (s: Slab) => s !== held && s.given === s.used;
 
@@ -165,11 +172,14 @@ async function burst(
     if (!end && source.closed) {
       end = { ended: true };
       queue.length = 0;
+      queued = 0;
     }
-    if (!reading && !end && !quiet) {
+    const allowed = sizes.ahead - queued;
+    if (!reading && !end && !quiet && allowed >= sizes.idle) {
       const target = room();
       if (target) {
-        reading = source.read(target.bytes.subarray(target.used)).then(
+        const to = Math.min(target.bytes.length, target.used + allowed);
+        reading = source.read(target.bytes.subarray(target.used, to)).then(
           (n): Step => ({ kind: "read", slab: target, n }),
           (e): Step => ({ kind: "read", slab: target, n: null, error: e }),
         );
@@ -184,6 +194,7 @@ async function burst(
       }
       const s = next.slab;
       const piece = s.bytes.subarray(s.given, to);
+      queued -= piece.length;
       s.given = to;
       held = s;
       owning = (async (): Promise<Step> => {
@@ -207,6 +218,7 @@ async function burst(
       held = undefined;
       if (step.threw) {
         queue.length = 0;
+        queued = 0;
         end = source.closed ? { ended: true } : {
           ended: true,
           error: end?.ended ? end.error : asError(step.error),
@@ -223,6 +235,7 @@ async function burst(
       continue;
     }
     step.slab.used += step.n;
+    queued += step.n;
     queue.push({ slab: step.slab, end: step.slab.used });
     // A small read with nothing else waiting: quiet again.
     if (step.n < sizes.idle && queue.length === 1 && !held) quiet = true;
