@@ -20,6 +20,7 @@ import { resolveHome } from "./home.ts";
 import { Output } from "./output.ts";
 import { kvAvailable, reexecWithKv } from "./self_command.ts";
 import { errorText } from "../wire/error_text.ts";
+import { lazyImport } from "../peer/lazy_import.ts";
 
 /**
  * The package version and protocol, as `version` prints them.
@@ -110,7 +111,9 @@ async function daemonCommand(argv: string[], out: Output): Promise<number> {
     return 1;
   }
   // Loaded here, not at the top: `awp status` must not load the runtime.
-  const { runDaemon } = await import("./daemon.ts");
+  const { runDaemon } = await lazyImport<typeof import("./daemon.ts")>(
+    "cli/daemon.ts",
+  );
   return await runDaemon({
     home: resolveHome(args.string("home")),
     name: v.name,
@@ -151,12 +154,23 @@ const OWN_PARSERS: Record<
 > = {
   daemon: daemonCommand,
   conform: async (rest) =>
-    await (await import("../conform/cli.ts")).conformMain(rest),
-  driver: async (rest) => await (await import("./driver.ts")).driverMain(rest),
-  mcp: async (rest) => await (await import("./mcp_server.ts")).mcpMain(rest),
-  hook: async (rest) => await (await import("./hook.ts")).hookMain(rest),
+    await (await lazyImport<typeof import("../conform/cli.ts")>(
+      "conform/cli.ts",
+    )).conformMain(rest),
+  driver: async (rest) =>
+    await (await lazyImport<typeof import("./driver.ts")>("cli/driver.ts"))
+      .driverMain(rest),
+  mcp: async (rest) =>
+    await (await lazyImport<typeof import("./mcp_server.ts")>(
+      "cli/mcp_server.ts",
+    )).mcpMain(rest),
+  hook: async (rest) =>
+    await (await lazyImport<typeof import("./hook.ts")>("cli/hook.ts"))
+      .hookMain(rest),
   bootstrap: async (rest) =>
-    await (await import("./bootstrap.ts")).bootstrapMain(rest),
+    await (await lazyImport<typeof import("./bootstrap.ts")>(
+      "cli/bootstrap.ts",
+    )).bootstrapMain(rest),
 };
 
 /** Flags every command takes, so they may come before the command too. */
