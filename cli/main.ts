@@ -143,6 +143,14 @@ async function daemonCommand(argv: string[], out: Output): Promise<number> {
   });
 }
 
+/** A command whose module (`path`, see `lazyImport`) loads when it runs. */
+function onDemand<M>(
+  path: string,
+  entry: (m: M) => (rest: string[]) => Promise<number>,
+): (rest: string[]) => Promise<number> {
+  return async (rest) => await entry(await lazyImport<M>(path))(rest);
+}
+
 /**
  * Commands that parse their own flags (they get `--home` passed on too),
  * each loaded on demand: the MCP SDK and zod, for one, stay out of the
@@ -153,24 +161,23 @@ const OWN_PARSERS: Record<
   (rest: string[], out: Output) => Promise<number>
 > = {
   daemon: daemonCommand,
-  conform: async (rest) =>
-    await (await lazyImport<typeof import("../conform/cli.ts")>(
-      "conform/cli.ts",
-    )).conformMain(rest),
-  driver: async (rest) =>
-    await (await lazyImport<typeof import("./driver.ts")>("cli/driver.ts"))
-      .driverMain(rest),
-  mcp: async (rest) =>
-    await (await lazyImport<typeof import("./mcp_server.ts")>(
-      "cli/mcp_server.ts",
-    )).mcpMain(rest),
-  hook: async (rest) =>
-    await (await lazyImport<typeof import("./hook.ts")>("cli/hook.ts"))
-      .hookMain(rest),
-  bootstrap: async (rest) =>
-    await (await lazyImport<typeof import("./bootstrap.ts")>(
-      "cli/bootstrap.ts",
-    )).bootstrapMain(rest),
+  conform: onDemand<typeof import("../conform/cli.ts")>(
+    "conform/cli.ts",
+    (m) => m.conformMain,
+  ),
+  driver: onDemand<typeof import("./driver.ts")>(
+    "cli/driver.ts",
+    (m) => m.driverMain,
+  ),
+  mcp: onDemand<typeof import("./mcp_server.ts")>(
+    "cli/mcp_server.ts",
+    (m) => m.mcpMain,
+  ),
+  hook: onDemand<typeof import("./hook.ts")>("cli/hook.ts", (m) => m.hookMain),
+  bootstrap: onDemand<typeof import("./bootstrap.ts")>(
+    "cli/bootstrap.ts",
+    (m) => m.bootstrapMain,
+  ),
 };
 
 /** Flags every command takes, so they may come before the command too. */

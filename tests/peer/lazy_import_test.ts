@@ -37,10 +37,13 @@ Deno.test("the CLI, the daemon and the Peer use no literal import() of our modul
       !/(?<!typeof )import\(\s*["']\.{1,2}\/[^"']*\.ts["']/.test(text),
       `${file} has a literal import() of a module`,
     );
-    for (const m of text.matchAll(/lazyImport<[^>]*>\(\s*"([^"]+)"/g)) {
+    for (
+      const m of text.matchAll(/(?:lazyImport|onDemand)<[^>]*>\(\s*"([^"]+)"/g)
+    ) {
       used.add(m[1]);
     }
   }
+  assert.ok(used.size >= 7, `found only ${[...used].join(", ")}`);
   for (const path of used) {
     assert.ok(LAZY_MODULES.includes(path), `${path} is not in LAZY_MODULES`);
   }
