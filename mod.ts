@@ -50,7 +50,11 @@ export type {
 } from "./storage/store.ts";
 export type { RemoteHello } from "./actors/connection.ts";
 export type { PeerConfig } from "./actors/peer_config.ts";
-export type { ReceiveExtras, RequestRecord } from "./storage/store.ts";
+export type {
+  ReceivedRecords,
+  ReceiveExtras,
+  RequestRecord,
+} from "./storage/store.ts";
 export type { ConnectionLimits } from "./net/connection_gate.ts";
 export type { UnfinishedBlobLimits } from "./peer/peer_blobs.ts";
 export type { ConnectionTimeouts } from "./actors/connection_machine.ts";

@@ -36,6 +36,7 @@ import {
 } from "./connection_machine.ts";
 import type { Transport } from "../net/transport.ts";
 import { type RemoteHello, remoteHelloOf } from "./remote_hello.ts";
+import { ownHello } from "./own_hello.ts";
 import type {
   ConnectionHooks,
   ConnectionWiring,
@@ -57,7 +58,7 @@ import { encodeLine } from "../wire/frame.ts";
 import { LineReader } from "../wire/line_reader.ts";
 import { connectionClock, pingTimeouts } from "./connection_timing.ts";
 import { type Frame, readFrame } from "../wire/read_frame.ts";
-import { randomNonce, verify } from "../wire/keys.ts";
+import { verify } from "../wire/keys.ts";
 import { authTranscript } from "../wire/transcript.ts";
 import { decodeBase64, encodeBase64Url } from "../wire/base64.ts";
 import { timestamp } from "../wire/time.ts";
@@ -66,13 +67,11 @@ import type {
   Ack,
   Auth,
   Bye,
-  Grant,
   Hello,
   Message,
   Pong,
   Resume,
 } from "../wire/types.ts";
-import { PROTOCOL_VERSION } from "../wire/types.ts";
 
 /**
  * Default bound on the bytes queued for a connection's socket and not yet
@@ -193,6 +192,10 @@ export class Connection {
   #started = false;
   #byeSent = false;
   #theirSeen: Record<string, string> = {};
+  /** Our seen for the resume, read ahead while their auth verifies. */
+  #seen: Promise<Record<string, string>> | undefined;
+  /** The received lines' mark when {@link #seen} was read. */
+  #seenMark: number | undefined;
   /** Outbox entries to the socket, in order, each once. */
   #outbox: OutboxWriter;
   #lastPing: { id: string; at: number } | undefined;
@@ -226,7 +229,8 @@ export class Connection {
     this.established.catch(() => {});
     // One machine shared by every connection; its actions call this host.
     const host = this.#host = new Connection.#Host(this);
-    this.#committer = new ReceiveCommitter(options.store, host);
+    // The committer writes its acks through the connection's output.
+    this.#committer = new ReceiveCommitter(options.store, host, host);
     this.#outbox = new OutboxWriter(host);
     this.actor = createActor(connectionMachine, {
       input: { timeouts: pingTimeouts(options), key: options.signer.key, host },
@@ -311,15 +315,6 @@ export class Connection {
     needsBeforeCommit(message: Message) {
       const c = this.#c;
       return c.#o.needsBeforeCommit?.(c.#peer!.key, message) ?? false;
-    }
-    ack(line: { id: string; th?: string }) {
-      this.#c.#send({
-        t: "ack",
-        id: this.#c.#o.store.nextId(),
-        ts: timestamp(),
-        th: line.th,
-        re: line.id,
-      });
     }
     deliver(lines: ReceivedLine[]) {
       this.#c.#o.onDeliver?.(this.#c, lines);
@@ -538,23 +533,7 @@ export class Connection {
   }
 
   #sendHello(): void {
-    const hello: WireLine = {
-      t: "hello",
-      id: this.#o.store.nextId(),
-      ts: timestamp(),
-      v: PROTOCOL_VERSION,
-      key: this.#o.signer.key,
-      nonce: randomNonce(32),
-      caps: this.#o.caps ?? ["chat"],
-    };
-    if (this.#o.name !== undefined) hello.name = this.#o.name;
-    if (this.#o.about !== undefined) hello.about = this.#o.about;
-    if (this.#o.addr !== undefined) hello.addr = this.#o.addr;
-    const shares = typeof this.#o.shares === "function"
-      ? this.#o.shares()
-      : this.#o.shares;
-    if (shares && shares.length > 0) hello.shares = [...shares];
-    const frame = encodeLine(hello);
+    const frame = encodeLine(ownHello(this.#o, this.#o.store.nextId()));
     // The transcript covers the exact bytes, without the newline.
     this.#myHello = frame.subarray(0, frame.length - 1);
     this.#o.onLine?.(this.remote?.key, "out", decoder.decode(this.#myHello));
@@ -564,29 +543,33 @@ export class Connection {
   }
 
   async #sendAuth(): Promise<void> {
-    const sig = await this.#o.signer.sign(
-      authTranscript(this.#myHello!, this.#peerHello!),
-    );
+    const { signer, grants } = this.#o;
+    // Signing and choosing the grants to present (a store lookup) overlap.
+    const [sig, present] = await Promise.all([
+      signer.sign(authTranscript(this.#myHello!, this.#peerHello!)),
+      Promise.resolve(this.#peer!).then((remote) =>
+        typeof grants === "function" ? grants(remote) : grants
+      ).catch(() => undefined), // choosing grants failed: present none
+    ]);
     const auth: WireLine = {
       t: "auth",
       id: this.#o.store.nextId(),
       ts: timestamp(),
       sig: encodeBase64Url(sig),
     };
-    let grants: Grant[] | undefined;
-    try {
-      grants = typeof this.#o.grants === "function"
-        ? await this.#o.grants(this.#peer!)
-        : this.#o.grants;
-    } catch {
-      grants = undefined; // choosing grants failed: present none
-    }
-    if (grants?.length) auth.grants = grants;
+    if (present?.length) auth.grants = present;
     this.#send(auth);
   }
 
   async #sendResume(): Promise<void> {
-    const seen = await this.#o.store.seen(this.#peer!.key);
+    // What an earlier connection to them read commits first; the seen read
+    // ahead holds only if nothing was received since (else read again).
+    await this.#committer.previousSettled();
+    const ahead = this.#seenMark !== undefined &&
+      this.#committer.quietMark() === this.#seenMark;
+    const seen = await (ahead && this.#seen ||
+      this.#o.store.seen(this.#peer!.key));
+    this.#seen = undefined;
     this.#send({
       t: "resume",
       id: this.#o.store.nextId(),
@@ -753,6 +736,13 @@ export class Connection {
     } catch {
       return refuse("auth", "auth signature is not base64url");
     }
+    // Our seen, read while we verify (reading is paused: no line of this
+    // connection lands meanwhile); it goes out only once they are admitted.
+    // Lines an earlier connection still commits are waited for in
+    // #sendResume; its mark says whether this read is still current then.
+    this.#seenMark = this.#committer.quietMark();
+    this.#seen = this.#o.store.seen(this.#peer!.key);
+    this.#seen.catch(() => {}); // a failure surfaces in #sendResume
     const ok = await verify(
       this.#peer!.key,
       authTranscript(this.#peerHello!, this.#myHello!),

@@ -10,13 +10,8 @@ import {
   type ActorOptions,
   type AnyActorLogic,
   createActor,
-  fromPromise,
 } from "npm:xstate@^5.33.3";
-import {
-  type ConnectInput,
-  dialerMachine,
-  type DialerTiming,
-} from "./dialer_machine.ts";
+import { dialerMachine, type DialerTiming } from "./dialer_machine.ts";
 
 /** xstate's clock interface (setTimeout/clearTimeout), e.g. SimulatedClock. */
 export type DialerClock = NonNullable<ActorOptions<AnyActorLogic>["clock"]>;
@@ -79,16 +74,13 @@ export class Dialer {
 
   constructor(options: DialerOptions) {
     this.peer = options.peer;
-    const machine = dialerMachine.provide({
-      actors: {
-        connect: fromPromise<void, ConnectInput>(({ input, signal }) =>
-          options.connect(input.address, signal, input.attempt)
-        ),
-      },
-      guards: { wanted: () => options.shouldConnect() },
-    });
-    this.actor = createActor(machine, {
+    // The one shared chart; this dialer's owner comes in as its host.
+    this.actor = createActor(dialerMachine, {
       input: {
+        host: {
+          connect: options.connect,
+          wanted: () => options.shouldConnect(),
+        },
         peer: options.peer,
         addresses: options.addresses,
         dialBack: options.dialBack,

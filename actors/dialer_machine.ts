@@ -29,9 +29,12 @@
  * `dialBackGrace` (15 s) so it does not race the original dialer coming
  * back, then dials like any other.
  *
- * The chart is data: the `connect` actor, the `wanted` guard (does the owner
- * still have something for this peer?) and the delays are implementations,
- * replaced with `.provide()` by actors/dialer.ts and by tests.
+ * The chart is data, built once and shared by every dialer: the `connect`
+ * actor and the `wanted` guard (does the owner still have something for
+ * this peer?) call the {@link DialerHost} of the input (actors/dialer.ts
+ * passes one; a `.provide()`d machine per dialer would cost each its own
+ * state-node tree, rebuilt on the dial path), and tests may replace them
+ * with `.provide()`.
  *
  * @module
  */
@@ -71,8 +74,22 @@ export const DEFAULT_DIALER_TIMING: Readonly<DialerTiming> = Object.freeze({
   graceMs: 15_000,
 });
 
+/** What a dialer's chart asks of its owner (see {@link dialerMachine}). */
+export interface DialerHost {
+  /**
+   * Dials `address` and resolves once the connection is established;
+   * rejects with a one-line error otherwise. `signal` aborts when the
+   * attempt is no longer needed.
+   */
+  connect(address: string, signal: AbortSignal, attempt: number): Promise<void>;
+  /** True while the owner has something for the peer. */
+  wanted(): boolean;
+}
+
 /** Input of {@link dialerMachine}. */
 export interface DialerInput {
+  /** The owner's dial and "still wanted?" (none: never wanted). */
+  host?: DialerHost;
   /** The remote peer's key. */
   peer: string;
   /** Addresses to try, preferred first; attempts rotate through them. */
@@ -89,6 +106,7 @@ export interface DialerInput {
 /** Context of {@link dialerMachine}. */
 export interface DialerContext {
   peer: string;
+  host?: DialerHost;
   addresses: string[];
   dialBack: boolean;
   timing: DialerTiming;
@@ -120,6 +138,8 @@ export type DialerEvent =
 /** What the `connect` actor is given. */
 export interface ConnectInput {
   peer: string;
+  /** The owner's dial (the default `connect` actor calls it). */
+  host?: DialerHost;
   address: string;
   attempt: number;
 }
@@ -220,14 +240,16 @@ export const dialerMachine = setup({
     input: {} as DialerInput,
   },
   actors: {
-    // Replaced by the owner: dial, handshake, resolve once established.
-    connect: fromPromise<void, ConnectInput>(() =>
-      Promise.reject(new Error("no connect implementation provided"))
+    // The owner's: dial, handshake, resolve once established.
+    connect: fromPromise<void, ConnectInput>(({ input, signal }) =>
+      input.host
+        ? input.host.connect(input.address, signal, input.attempt)
+        : Promise.reject(new Error("no connect implementation provided"))
     ),
   },
   guards: {
-    // Replaced by the owner: unacked messages or open threads for the peer.
-    wanted: () => false,
+    // The owner's: unacked messages or open threads for the peer.
+    wanted: ({ context }) => context.host?.wanted() ?? false,
     dialBack: ({ context }) => context.dialBack,
     hasAddress: ({ context }) => context.addresses.length > 0,
     newAddress: ({ context, event }) =>
@@ -266,6 +288,7 @@ export const dialerMachine = setup({
   id: "dialer",
   context: ({ input }) => ({
     peer: input.peer,
+    ...(input.host ? { host: input.host } : {}),
     addresses: [...input.addresses],
     dialBack: input.dialBack ?? false,
     timing: { ...DEFAULT_DIALER_TIMING, ...input.timing },
@@ -299,6 +322,7 @@ export const dialerMachine = setup({
         src: "connect",
         input: ({ context }) => ({
           peer: context.peer,
+          ...(context.host ? { host: context.host } : {}),
           address:
             context.addresses[context.attempt % context.addresses.length],
           attempt: context.attempt,

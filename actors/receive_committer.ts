@@ -1,22 +1,36 @@
 /**
  * The receive side's group commit: content lines a connection read are
- * made durable (`beforeCommit`, then `store.receive`) before any is acked,
- * whatever arrived while the previous commit ran going in the next one;
- * acks and delivery follow the commits in order (SPEC 9.1/9.2).
+ * made durable (`beforeCommit`, then the received lines' records,
+ * `store.received.receive`) before any is acked, whatever arrived while the
+ * previous commit ran going in the next one; acks (written by the committer
+ * through the writer it holds) and delivery follow the commits in order
+ * (SPEC 9.1/9.2).
  *
  * @module
  */
 
 import type {
   IncomingLine,
+  ReceivedRecords,
   ReceiveExtras,
   ReceiveOutcome,
   Store,
 } from "../storage/store.ts";
 import { errorText } from "../wire/error_text.ts";
+import { timestamp } from "../wire/time.ts";
 import type { Frame } from "../wire/read_frame.ts";
 import type { Message } from "../wire/types.ts";
 import type { ReceivedLine } from "./connection.ts";
+import type { WireLine } from "./outbox_writer.ts";
+
+/**
+ * Where the committer writes its acks: the connection's output, which
+ * encodes the line and queues it on the socket under the unsent bound.
+ */
+export interface AckWriter {
+  /** Queues one line on the socket (nothing once the connection closed). */
+  writeLine(line: WireLine): void;
+}
 
 /**
  * Bytes of received content lines whose commit is in flight before reading
@@ -24,6 +38,22 @@ import type { ReceivedLine } from "./connection.ts";
  * group commit can take all that arrived), but a flood cannot pile up.
  */
 const MAX_UNCOMMITTED_BYTES = 4 * 1024 * 1024;
+
+/** A store's received lines on their way in, across its connections. */
+interface StoreReceives {
+  /** Batches of received lines queued for commit so far (a mark). */
+  started: number;
+  /** Per remote key, the committers with lines not yet committed. */
+  peers: Map<string, Set<ReceiveCommitter>>;
+}
+
+/**
+ * Per store: a new connection's resume waits for the previous connection's
+ * commits ({@link ReceiveCommitter.previousSettled}), and may use a `seen`
+ * read ahead only if nothing was received since
+ * ({@link ReceiveCommitter.quietMark}).
+ */
+const inFlight = new WeakMap<Store, StoreReceives>();
 
 /** A received content line waiting for its commit; `size` is its length on the wire. */
 type Pending = IncomingLine & {
@@ -51,8 +81,6 @@ export interface CommitterHost {
   takeChunk(frame: Frame): Promise<void> | void;
   /** True when a line other than a chunk must pass `beforeCommit` too. */
   needsBeforeCommit(message: Message): boolean;
-  /** `line` is committed: ack it (acked types only). */
-  ack(line: { id: string; th?: string }): void;
   /** New (non-duplicate) lines, committed and acked. */
   deliver(lines: ReceivedLine[]): void;
   /** A commit failed: close with `err internal` and this detail. */
@@ -72,14 +100,17 @@ export const ACKED: ReadonlySet<string> = new Set([
  *
  * @example
  * ```ts ignore
- * const committer = new ReceiveCommitter(store, host);
+ * const committer = new ReceiveCommitter(store, host, output);
  * committer.stage(frame); // a msg read from the socket
  * await committer.commit(); // committed, acked, delivered
  * ```
  */
 export class ReceiveCommitter {
   #store: Store;
+  /** The records committed into (the store's, without its facade). */
+  #records: ReceivedRecords;
   #host: CommitterHost;
+  #acks: AckWriter;
   /** Lines staged in this read turn and not queued yet. */
   #staged: Pending[] = [];
   /** Lines queued and not yet handed to the store. */
@@ -97,11 +128,18 @@ export class ReceiveCommitter {
   #hold: Promise<void> | undefined;
   /** Threads of the lines in `beforeCommit` now (see #overtaking). */
   #syncing: Set<string> | undefined; // made on first sync (idle: never)
+  /** In {@link inFlight} until everything staged is committed. */
+  #tracked = false;
 
-  /** Commits into `store` for the connection `host`. */
-  constructor(store: Store, host: CommitterHost) {
+  /**
+   * Commits into `store`'s received records for the connection `host`,
+   * and writes the acks to `acks`.
+   */
+  constructor(store: Store, host: CommitterHost, acks: AckWriter) {
     this.#store = store;
+    this.#records = store.received;
     this.#host = host;
+    this.#acks = acks;
   }
 
   /** Reading may go on: the bytes in flight are under the bound (or nothing more will commit). */
@@ -155,6 +193,8 @@ export class ReceiveCommitter {
   commit(): Promise<void> {
     const batch = this.#staged;
     if (batch.length > 0) {
+      this.#receives().started++;
+      this.#track();
       for (const line of batch) this.#uncommittedBytes += line.size;
       const now = this.#overtaking(batch);
       if (now.length > 0) this.#handOver(now);
@@ -181,6 +221,74 @@ export class ReceiveCommitter {
     const rest = batch.filter((l) => waiting.has(l.th ?? ""));
     batch.splice(0, batch.length, ...rest);
     return now;
+  }
+
+  /**
+   * Resolves once the other connections to this remote (earlier ones:
+   * closed, or being replaced) have committed, or failed to commit, every
+   * line they received. A new connection's resume reads `store.seen` after
+   * this: lines read by the old connection and still committing (a batch
+   * of chunks being synced) are then in it, and the remote does not resend
+   * what we already have.
+   */
+  async previousSettled(): Promise<void> {
+    const others = inFlight.get(this.#store)?.peers.get(this.#host.remoteKey());
+    if (!others) return;
+    await Promise.all(
+      [...others].filter((c) => c !== this).map((c) => c.#allSettled()),
+    );
+  }
+
+  /**
+   * A mark for a `seen` read ahead: undefined while another connection's
+   * lines from this remote are in flight; two equal marks mean no received
+   * line was queued for commit in this store in between, so a `seen` read
+   * after the first is still current at the second.
+   */
+  quietMark(): number | undefined {
+    const receives = inFlight.get(this.#store);
+    if (!receives) return 0;
+    const others = receives.peers.get(this.#host.remoteKey());
+    if (others && [...others].some((c) => c !== this)) return undefined;
+    return receives.started;
+  }
+
+  #receives(): StoreReceives {
+    let receives = inFlight.get(this.#store);
+    if (!receives) {
+      inFlight.set(this.#store, receives = { started: 0, peers: new Map() });
+    }
+    return receives;
+  }
+
+  /** Registers this committer's work in flight until it is all settled. */
+  #track(): void {
+    if (this.#tracked) return;
+    this.#tracked = true;
+    const peer = this.#host.remoteKey();
+    const byPeer = this.#receives().peers;
+    let committers = byPeer.get(peer);
+    if (!committers) byPeer.set(peer, committers = new Set());
+    committers.add(this);
+    void this.#allSettled().then(() => {
+      this.#tracked = false;
+      committers.delete(this);
+      if (committers.size === 0 && byPeer.get(peer) === committers) {
+        byPeer.delete(peer);
+      }
+    });
+  }
+
+  /** Resolves once nothing staged or queued is left uncommitted. */
+  async #allSettled(): Promise<void> {
+    let last: Promise<void>;
+    do {
+      last = this.#committed;
+      await this.#settled();
+    } while (
+      last !== this.#committed || this.#pumping ||
+      (this.#uncommitted.length > 0 && !this.#failed)
+    );
   }
 
   #startPump(): void {
@@ -241,9 +349,9 @@ export class ReceiveCommitter {
   #handOver(lines: Pending[], also?: ReceiveExtras): void {
     let bytes = 0;
     for (const line of lines) bytes += line.size;
-    const outcomes = this.#store.receive(
+    const outcomes = this.#records.receive(
       this.#host.remoteKey(),
-      lines.map(({ id, t, th, message, raw }) => ({ id, t, th, message, raw })),
+      lines, // each an IncomingLine (its other fields are not read)
       also,
     );
     outcomes.catch(() => {}); // handled in order below
@@ -262,16 +370,24 @@ export class ReceiveCommitter {
   /** Acks the committed lines, then delivers the new ones. */
   #ackAndDeliver(lines: Pending[], outcomes: ReceiveOutcome[]): void {
     const fresh: ReceivedLine[] = [];
+    let ts: string | undefined;
     for (let i = 0; i < lines.length; i++) {
       const line = lines[i];
-      if (ACKED.has(line.t)) this.#host.ack(line);
+      if (ACKED.has(line.t)) {
+        ts ??= timestamp(); // the batch's acks go out in the same instant
+        this.#acks.writeLine({
+          t: "ack",
+          id: this.#store.nextId(),
+          ts,
+          th: line.th,
+          re: line.id,
+        });
+      }
       const outcome = outcomes[i];
       if (outcome?.duplicate) continue;
-      fresh.push(
-        outcome?.seq === undefined
-          ? line.received
-          : { ...line.received, seq: outcome.seq },
-      );
+      // The frame is this committer's own from here on: no copy.
+      if (outcome?.seq !== undefined) line.received.seq = outcome.seq;
+      fresh.push(line.received);
     }
     if (fresh.length) this.#host.deliver(fresh);
   }

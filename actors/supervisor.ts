@@ -51,6 +51,8 @@ import {
   type Routes,
 } from "./delivery_router.ts";
 import { Dialer } from "./dialer.ts";
+import { dialUntilUp } from "./dial_until_up.ts";
+import { warmHandshake } from "./handshake_warmup.ts";
 import { QuietHolds } from "./quiet_holds.ts";
 import { rememberPeer } from "./remember_peer.ts";
 import { wantedInStore } from "./wanted_in_store.ts";
@@ -157,6 +159,7 @@ export class Supervisor {
   #router: DeliveryRouter;
   #stopping = false;
   #started = false;
+  #warmed: Promise<boolean> | undefined;
   /** Where actors are shown; set at construction or by {@link attach}. */
   #inspect: ActorInspection | undefined;
   /** Each connection's tree label until its peer is known ("from ADDR"). */
@@ -222,12 +225,27 @@ export class Supervisor {
     });
   }
 
-  /** Starts the chart. */
+  /** Starts the chart, and the handshake warm-up ({@link warm}). */
   start(): void {
     // (A not yet started actor already reports status "active".)
     if (this.#started) return;
     this.#started = true;
     this.actor.start();
+    if (!this.#stopping) void this.warm(); // not for a stop before any start
+  }
+
+  /**
+   * Runs a handshake's steps once on our own lines (`warmHandshake`), and
+   * loads the grants every handshake looks up (auth, admission) into the
+   * store's cache, so the first real one pays neither; resolves when done
+   * (true if that handshake opened). Started once, by the first call or
+   * {@link start}.
+   */
+  warm(): Promise<boolean> {
+    return this.#warmed ??= Promise.all([
+      warmHandshake(this.#o.signer),
+      this.#o.store.grants().catch(() => []),
+    ]).then(([opened]) => opened);
   }
 
   /** Counts: connections, active peers, listeners, failures survived. */
@@ -351,56 +369,29 @@ export class Supervisor {
     if (this.#stopping) {
       return Promise.reject(new Error("supervisor is stopping"));
     }
-    const { signal } = options;
-    return new Promise<RemoteHello>((resolve, reject) => {
-      let remote: RemoteHello | undefined;
-      let settled = false;
-      const finish = (error?: Error) => {
-        if (settled) return;
-        settled = true;
-        this.#addressDials.delete(cancel);
-        signal?.removeEventListener("abort", onAbort);
-        queueMicrotask(() => dialer.stop());
-        if (error) reject(error);
-        else resolve(remote!);
-      };
-      const cancel = () =>
-        finish(new Error(`connect ${address}: supervisor is stopping`));
-      const onAbort = () => finish(new Error(`connect ${address}: aborted`));
-      const dialer = new Dialer({
-        peer: address,
-        addresses: [address],
-        timing: this.#o.dialer?.timing,
-        random: this.#o.dialer?.random,
-        shouldConnect: () => !settled && !this.#stopping,
-        connect: async (addr, attemptSignal, attempt) => {
-          try {
-            remote = await this.connect(addr, {
-              signal: attemptSignal,
-              ...(options.present ? { present: options.present } : {}),
-            });
-          } catch (error) {
-            if (!attemptSignal.aborted && !settled) {
-              this.#emit({
-                type: "dial_failed",
-                peer: "",
-                address: addr,
-                attempt,
-                error: errorText(error),
-              });
-            }
-            throw error;
-          }
-        },
-        onChange: (state) => {
-          if (state === "connected") finish();
-        },
-      });
-      if (signal?.aborted) return onAbort();
-      signal?.addEventListener("abort", onAbort, { once: true });
-      this.#addressDials.add(cancel);
-      dialer.start();
-      dialer.wake();
+    let cancel: (() => void) | undefined;
+    return dialUntilUp(address, {
+      connect: (addr, signal) =>
+        this.connect(addr, {
+          signal,
+          ...(options.present ? { present: options.present } : {}),
+        }),
+      running: () => !this.#stopping,
+      failed: (addr, attempt, error) =>
+        this.#emit({
+          type: "dial_failed",
+          peer: "",
+          address: addr,
+          attempt,
+          error: errorText(error),
+        }),
+      dialer: this.#o.dialer,
+    }, {
+      ...(options.signal ? { signal: options.signal } : {}),
+      onCancel: (c) => {
+        if (c) this.#addressDials.add(cancel = c);
+        else if (cancel) this.#addressDials.delete(cancel);
+      },
     });
   }
 
@@ -532,7 +523,7 @@ export class Supervisor {
         c.state === "open" ? c.bye(reason) : (c.close(reason), c.closed)
       ),
     );
-    await this.#quiet.settled();
+    await Promise.all([this.#quiet.settled(), this.#warmed]);
     this.#send({ type: "STOPPED" });
     this.actor.stop();
   }

@@ -109,6 +109,11 @@ export interface ThreadInput {
 export type ThreadEvent =
   /** A msg from the remote, already committed. */
   | { type: "MSG_IN"; message: Msg }
+  /**
+   * Msgs from the remote committed together, in order: one step for the
+   * run (a burst is not a macrostep per msg).
+   */
+  | { type: "MSGS_IN"; messages: Msg[] }
   /** A state from the remote, already committed. */
   | { type: "STATE_IN"; message: State }
   /** A msg of ours, already enqueued. */
@@ -301,6 +306,29 @@ export const threadMachine: ThreadMachine = setup({
       if (event.type !== "STORED") return {};
       return { record: { ...event.record } };
     }),
+    takeMsgs: assign(({ context, event }) => {
+      if (event.type !== "MSGS_IN") return {};
+      const recent = [...context.recent];
+      let record: ThreadRecord | undefined;
+      let msgs = context.msgs;
+      for (const message of event.messages) {
+        if (recent.includes(message.id)) continue; // a redelivered line
+        recent.push(message.id);
+        record ??= { ...context.record };
+        // SPEC 9.1: subject is only meaningful on the first message.
+        if (
+          msgs === 0 && record.subject === undefined &&
+          message.subject !== undefined
+        ) {
+          record.subject = message.subject;
+        }
+        record.unread += 1;
+        msgs += 1;
+      }
+      if (record === undefined) return {};
+      record.updated = timestamp();
+      return { record, msgs, recent: recent.slice(-RECENT) };
+    }),
     markRead: assign(({ context, event }) => {
       if (event.type !== "READ") return {};
       const unread = event.count === undefined ? 0 : Math.max(
@@ -330,6 +358,7 @@ export const threadMachine: ThreadMachine = setup({
       { guard: "isRedelivery" },
       { actions: ["remember", "takeMsg"] },
     ],
+    MSGS_IN: { actions: ["takeMsgs"] },
     MSG_OUT: { actions: ["takeMsg"] },
     READ: { actions: ["markRead"] },
     STORED: {

@@ -278,6 +278,13 @@ class Driver {
         undefined
       ) ?? 0;
     this.#savedCursor = this.#cursor;
+    // The dial goes out first: it runs while the identity line is written
+    // and the pump, signals and stdin are set up (nothing it reports can
+    // come before the pump subscribes: a handshake takes several turns).
+    const stop = new AbortController();
+    const connecting = mode === "connect"
+      ? this.#connect(addr, stop.signal)
+      : undefined;
     this.#emit({
       event: "identity",
       key: this.#peer.key,
@@ -293,17 +300,9 @@ class Driver {
         const real = await this.#peer.listen(addr);
         this.#emit({ event: "listening", addr: real, key: this.#peer.key });
       } else {
-        // Never give up on our own: a peer that is down (restarting) is
-        // redialed until it answers, each failure an `error` event.
-        const stop = new AbortController();
         void finished.then(() => stop.abort());
-        await this.#peer.connect(addr, {
-          retry: true,
-          keep: true,
-          signal: stop.signal,
-        }).catch((error) => {
-          if (!stop.signal.aborted) throw error;
-        });
+        const failure = await connecting;
+        if (failure) throw failure.error;
       }
     } catch (error) {
       this.#error(`${mode} ${addr}: ${errorText(error)}`);
@@ -320,6 +319,23 @@ class Driver {
     await pump;
     await this.#out.flush();
     return code;
+  }
+
+  /**
+   * Dials `addr` and never gives up on our own: a peer that is down
+   * (restarting) is redialed until it answers, each failure an `error`
+   * event. Resolves with the failure, if any, once settled (never rejects:
+   * it is awaited later).
+   */
+  async #connect(
+    addr: string,
+    signal: AbortSignal,
+  ): Promise<{ error: unknown } | undefined> {
+    try {
+      await this.#peer.connect(addr, { retry: true, keep: true, signal });
+    } catch (error) {
+      if (!signal.aborted) return { error };
+    }
   }
 
   async #readStdin(): Promise<void> {

@@ -21,7 +21,12 @@ import {
   type StateEvent,
   stateEvent,
 } from "./peer_events.ts";
-import type { LogEntry, Store, ThreadPatch } from "../storage/store.ts";
+import type {
+  LogEntry,
+  Store,
+  ThreadPatch,
+  ThreadRecord,
+} from "../storage/store.ts";
 import { errorText } from "../wire/error_text.ts";
 import { timestamp } from "../wire/time.ts";
 import type { BlobPart, Msg, State } from "../wire/types.ts";
@@ -87,6 +92,8 @@ export class PeerThreads {
   #seqWaiters = new Map<number, () => void>();
   /** When each thread record was last written by {@link writeOurSide}. */
   #threadTouched = new Map<string, number>();
+  /** Msgs fed to their actor with their batch ({@link afterCommit}), not one by one. */
+  #fedInBatch = new WeakSet<object>();
   /** Where thread actors are shown; set at construction or by {@link attach}. */
   #inspect: ActorInspection | undefined;
 
@@ -209,16 +216,24 @@ export class PeerThreads {
       !change.read;
     const last = this.#threadTouched.get(id);
     if (onlyTouch && last !== undefined && now - last < TOUCH_EVERY_MS) return;
-    const record = await this.#store.patchThread(peer, th, change);
-    (await this.#actors.get(id)?.catch(() => undefined))?.send({
-      type: "STORED",
-      record,
-    });
+    // Noted before the write: the sends of a burst ask together, before the
+    // first write resolves, and must not each write (and step the actor).
     this.#threadTouched.delete(id);
     this.#threadTouched.set(id, now);
     if (this.#threadTouched.size > TOUCHED_MEMORY) {
       this.#threadTouched.delete(this.#threadTouched.keys().next().value!);
     }
+    let record: ThreadRecord;
+    try {
+      record = await this.#store.patchThread(peer, th, change);
+    } catch (error) {
+      if (this.#threadTouched.get(id) === now) this.#threadTouched.delete(id);
+      throw error;
+    }
+    (await this.#actors.get(id)?.catch(() => undefined))?.send({
+      type: "STORED",
+      record,
+    });
   }
 
   /** Marks the thread read: its record, then its actor (if running). */
@@ -228,15 +243,45 @@ export class PeerThreads {
 
   /**
    * The fresh content lines just committed: each msg/state holds its
-   * event's turn, so events leave in seq order.
+   * event's turn, so events leave in seq order; and each thread's run of
+   * msgs goes to its actor in one event (`MSGS_IN`), not a step per msg.
+   * While inspected, lines are fed one by one on delivery (each then
+   * syncs the actor's record with the store).
    */
-  afterCommit(lines: ReceivedLine[]): void {
+  afterCommit(peer: string, lines: ReceivedLine[]): void {
+    const runs = new Map<string, Msg[]>();
     for (const line of lines) {
       const t = line.message.t;
       if (line.seq !== undefined && (t === "msg" || t === "state")) {
         this.#hold(line.seq);
       }
+      if (this.#inspect || this.#closing) continue;
+      if (t === "msg") {
+        const m = line.message as Msg;
+        const run = runs.get(m.th);
+        if (run) run.push(m);
+        else runs.set(m.th, [m]);
+        this.#fedInBatch.add(m);
+      } else if (t === "state") {
+        // A state ends the thread's run: it is fed on delivery, in order.
+        const th = (line.message as State).th;
+        const run = runs.get(th);
+        if (run) this.#feedRun(peer, th, run);
+        runs.delete(th);
+      }
     }
+    for (const [th, run] of runs) this.#feedRun(peer, th, run);
+  }
+
+  /** Feeds a thread's run of msgs in one event (delivery skips them). */
+  #feedRun(peer: string, th: string, messages: Msg[]): void {
+    this.#threadActor(peer, th).then(
+      (actor) => actor.send({ type: "MSGS_IN", messages }),
+      () => {
+        // The record could not be read: delivery feeds them one by one.
+        for (const m of messages) this.#fedInBatch.delete(m);
+      },
+    );
   }
 
   /** A delivered msg or state line: its actor, blobs, requests, then its event. */
@@ -253,13 +298,15 @@ export class PeerThreads {
     const ts = timestamp();
     if (d.message.t === "state" || d.message.t === "msg") {
       const m = d.message as Msg | State;
-      await this.feed(
-        d.peer,
-        m.th,
-        m.t === "msg"
-          ? { type: "MSG_IN", message: m }
-          : { type: "STATE_IN", message: m },
-      );
+      if (!this.#fedInBatch.delete(m)) {
+        await this.feed(
+          d.peer,
+          m.th,
+          m.t === "msg"
+            ? { type: "MSG_IN", message: m }
+            : { type: "STATE_IN", message: m },
+        );
+      }
       await this.#o.onLine(
         d.peer,
         m as unknown as Record<string, unknown> & { t: string },

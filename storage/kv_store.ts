@@ -290,6 +290,11 @@ export class KvStore implements Store {
     });
   }
 
+  /** The received lines' records (see {@link Store.received}). */
+  get received(): ReceivedLines {
+    return this.#received;
+  }
+
   receive(
     peer: string,
     lines: IncomingLine[],

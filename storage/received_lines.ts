@@ -33,7 +33,11 @@ import type {
   ReceiveOutcome,
   ThreadRecord,
 } from "./store.ts";
-import { threadEnded, type ThreadRecords } from "./thread_records.ts";
+import {
+  takeReceived,
+  threadEnded,
+  type ThreadRecords,
+} from "./thread_records.ts";
 import type { TrafficLog } from "./traffic_log.ts";
 import { CONTENT_TYPES } from "../wire/types.ts";
 import { timestamp } from "../wire/time.ts";
@@ -46,6 +50,15 @@ interface SeenRecord {
   /** The highest id received in the thread: any higher one is new. */
   max?: string;
 }
+
+/**
+ * Most lines in one atomic group: each writes up to five keys (its dedup
+ * row, log entry and thread index, its thread's seen and thread record),
+ * under Deno KV's 1,000 mutations per commit.
+ */
+const GROUP_LINES = 150;
+/** Estimated bytes of one group's lines, under Deno KV's 800 KiB commit. */
+const GROUP_BYTES = 600_000;
 
 /** A received chunk line for the log, without its data. */
 function elideChunk(line: IncomingLine): string {
@@ -114,64 +127,126 @@ export class ReceivedLines {
         ? [["seen", pk, tk], ["thr", pk, tk]]
         : [["seen", pk, tk]];
     });
-    return this.#c.submit(false, async (tx) => {
-      const out: ReceiveOutcome[] = [];
-      const at = Date.now();
-      const now = timestamp(at);
-      // In the first line's group: one atomic write with its seen marker.
-      for (const record of also.blobs ?? []) {
-        await tx.putRecord(blobKey(record), record);
+    return this.#c.submit(
+      false,
+      (tx) => this.#build(tx, peer, pk, lines, also),
+      prefetch,
+    );
+  }
+
+  /**
+   * Writes the lines in atomic groups of several (up to
+   * {@link GROUP_LINES} lines and about {@link GROUP_BYTES}): each group
+   * holds its lines' dedup rows and log entries, and the seen markers,
+   * thread records and log counters as of its last line, written once per
+   * group rather than once per line. A group commits whole or not at all,
+   * so a thread's `max` never lags its `rx` rows (a line above `max` is
+   * taken as new without reading its row).
+   */
+  async #build(
+    tx: Tx,
+    peer: string,
+    pk: string,
+    lines: IncomingLine[],
+    also: ReceiveExtras,
+  ): Promise<ReceiveOutcome[]> {
+    const out: ReceiveOutcome[] = [];
+    const at = Date.now();
+    const now = timestamp(at);
+    // In the first line's group: one atomic write with its seen marker.
+    for (const record of also.blobs ?? []) {
+      await tx.putRecord(blobKey(record), record);
+    }
+    // This call's view of each thread's seen record and thread record.
+    const seens = new Map<string, SeenRecord | undefined>();
+    const threads = new Map<string, ThreadRecord>();
+    const dirtySeen = new Set<string>();
+    const dirtyThreads = new Set<string>();
+    let inGroup = 0;
+    let groupBytes = 0;
+    const closeGroup = async () => {
+      for (const tk of dirtySeen) {
+        await tx.putRecord(["seen", pk, tk], seens.get(tk));
       }
-      for (const line of lines) {
-        const tk = threadKey(line.th);
-        const rxKey: Key = ["rx", pk, tk, keyText(line.id)];
-        const seen = await tx.getRecord<SeenRecord>(["seen", pk, tk]);
-        const above = seen?.max !== undefined && line.id > seen.max;
-        const duplicate = !above && (
-          (seen?.floor !== undefined && line.id <= seen.floor) ||
-          (await tx.get(rxKey)) !== undefined
-        );
-        if (duplicate) {
-          out.push({ id: line.id, duplicate });
-          continue;
-        }
-        // The log record first: if split, its parts commit before this group.
-        const seq = await this.#log.append(tx, {
-          peer,
-          dir: "in",
-          t: line.t,
+      for (const tk of dirtyThreads) {
+        await this.#threads.write(tx, threads.get(tk)!);
+      }
+      if (inGroup > 0) this.#log.writeCounters(tx);
+      dirtySeen.clear();
+      dirtyThreads.clear();
+      inGroup = 0;
+      groupBytes = 0;
+      tx.cut();
+    };
+    for (const line of lines) {
+      // The log entry holds the line as JSON text: at most 6 bytes a
+      // character, plus its keys and fields.
+      const bytes = line.raw.length * 6 + 1500;
+      if (
+        inGroup > 0 &&
+        (inGroup >= GROUP_LINES || groupBytes + bytes > GROUP_BYTES)
+      ) await closeGroup();
+      const tk = threadKey(line.th);
+      const rxKey: Key = ["rx", pk, tk, keyText(line.id)];
+      if (!seens.has(tk)) {
+        seens.set(tk, await tx.getRecord<SeenRecord>(["seen", pk, tk]));
+      }
+      const seen = seens.get(tk);
+      const above = seen?.max !== undefined && line.id > seen.max;
+      const duplicate = !above && (
+        (seen?.floor !== undefined && line.id <= seen.floor) ||
+        (await tx.get(rxKey)) !== undefined
+      );
+      if (duplicate) {
+        out.push({ id: line.id, duplicate });
+        continue;
+      }
+      inGroup++;
+      groupBytes += bytes;
+      // The log record first: if split, its parts commit before this group.
+      const seq = await this.#log.append(tx, {
+        peer,
+        dir: "in",
+        t: line.t,
+        id: line.id,
+        ...(line.th === undefined ? {} : { th: line.th }),
+        line: line.t === "chunk" ? elideChunk(line) : line.raw,
+        at,
+      }, false);
+      out.push({ id: line.id, duplicate, seq });
+      const ik = keyText(line.id);
+      tx.set(rxKey, ik === line.id ? at : { at, id: line.id });
+      // `max` is kept from a thread's first record on (a record written
+      // before it existed may have seen higher ids: it goes without).
+      const max = seen === undefined
+        ? line.id
+        : seen.max === undefined || line.id < seen.max
+        ? seen.max
+        : line.id;
+      if (line.th !== undefined && CONTENT_TYPES.has(line.t)) {
+        seens.set(tk, {
+          ...seen,
+          th: line.th,
           id: line.id,
-          ...(line.th === undefined ? {} : { th: line.th }),
-          line: line.t === "chunk" ? elideChunk(line) : line.raw,
-          at,
+          ...(max === undefined ? {} : { max }),
         });
-        out.push({ id: line.id, duplicate, seq });
-        const ik = keyText(line.id);
-        tx.set(rxKey, ik === line.id ? at : { at, id: line.id });
-        // `max` is kept from a thread's first record on (a record written
-        // before it existed may have seen higher ids: it goes without).
-        const max = seen === undefined
-          ? line.id
-          : seen.max === undefined || line.id < seen.max
-          ? seen.max
-          : line.id;
-        if (line.th !== undefined && CONTENT_TYPES.has(line.t)) {
-          await tx.putRecord(["seen", pk, tk], {
-            ...seen,
-            th: line.th,
-            id: line.id,
-            ...(max === undefined ? {} : { max }),
-          });
-        } else if (max !== undefined && max !== seen?.max) {
-          await tx.putRecord(["seen", pk, tk], { ...seen, max });
-        }
-        if (line.th !== undefined && (line.t === "msg" || line.t === "state")) {
-          await this.#threads.touch(tx, peer, line, now);
-        }
-        tx.cut();
+        dirtySeen.add(tk);
+      } else if (max !== undefined && max !== seen?.max) {
+        seens.set(tk, { ...seen, max });
+        dirtySeen.add(tk);
       }
-      return out;
-    }, prefetch);
+      if (line.th !== undefined && (line.t === "msg" || line.t === "state")) {
+        let record = threads.get(tk);
+        if (!record) {
+          record = await this.#threads.current(tx, peer, line.th, now);
+          threads.set(tk, record);
+        }
+        takeReceived(record, line, now);
+        dirtyThreads.add(tk);
+      }
+    }
+    await closeGroup();
+    return out;
   }
 
   /** Per thread, the last content id received from `peer` (for resume). */

@@ -298,8 +298,36 @@ export interface LogQuery {
   limit?: number;
 }
 
-/** The durable state of a peer. Implementations: KvStore, MemoryStore. */
-export interface Store {
+/**
+ * The record store of received content lines (`ReceivedLines` in
+ * `storage/received_lines.ts`): what the receive path commits into directly.
+ */
+export interface ReceivedRecords {
+  /**
+   * Commits received content lines with group commit: dedup, per-thread
+   * seen, thread records, log. Resolve before acking.
+   */
+  receive(
+    peer: string,
+    lines: IncomingLine[],
+    also?: ReceiveExtras,
+  ): Promise<ReceiveOutcome[]>;
+  /** Per thread, the last content id received from `peer` (for resume). */
+  seen(peer: string): Promise<Record<string, string>>;
+}
+
+/**
+ * The durable state of a peer. Implementations: KvStore, MemoryStore. Its
+ * `receive` and `seen` are those of its {@link Store.received} records.
+ */
+export interface Store extends ReceivedRecords {
+  /**
+   * The received lines' records, which {@link Store.receive} and
+   * {@link Store.seen} read and write too (the receive path calls them
+   * directly).
+   */
+  readonly received: ReceivedRecords;
+
   /** The identity seed (32 bytes): created with `create` on first use. */
   identity(create: () => Uint8Array): Promise<Uint8Array>;
 
@@ -368,19 +396,6 @@ export interface Store {
 
   /** Removes outbox entries queued before `olderThan` (ms since epoch). */
   expireOutbox(olderThan: number): Promise<number>;
-
-  /**
-   * Commits received content lines in one atomic commit (group commit):
-   * dedup, per-thread seen, thread records, log. Resolve before acking.
-   */
-  receive(
-    peer: string,
-    lines: IncomingLine[],
-    also?: ReceiveExtras,
-  ): Promise<ReceiveOutcome[]>;
-
-  /** Per thread, the last content id received from `peer` (for resume). */
-  seen(peer: string): Promise<Record<string, string>>;
 
   /** Thread records, optionally for one peer. */
   threads(peer?: string): Promise<ThreadRecord[]>;

@@ -123,24 +123,58 @@ export class ThreadRecords {
     line: IncomingLine,
     now: string,
   ): Promise<void> {
-    const th = line.th as string;
-    const key = threadRecordKey(peer, th);
-    const record = await tx.getRecord<ThreadRecord>(key) ??
-      { peer, th, created: now, updated: now, unread: 0 };
-    const m = line.message;
-    if (line.t === "msg") {
-      record.unread += 1;
-      if (record.subject === undefined && typeof m.subject === "string") {
-        record.subject = clip(m.subject);
-      }
-    } else if (typeof m.state === "string") {
-      record.theirs = {
-        state: clip(m.state),
-        ts: typeof m.ts === "string" ? m.ts : now,
-      };
-      if (typeof m.note === "string") record.theirs.note = clip(m.note);
-    }
-    record.updated = now;
-    await tx.putRecord(key, record);
+    const record = await this.current(tx, peer, line.th as string, now);
+    takeReceived(record, line, now);
+    await this.write(tx, record);
   }
+
+  /** The thread's record as `tx` sees it, or a new one created `now`. */
+  async current(
+    tx: Tx,
+    peer: string,
+    th: string,
+    now: string,
+  ): Promise<ThreadRecord> {
+    return await tx.getRecord<ThreadRecord>(threadRecordKey(peer, th)) ??
+      { peer, th, created: now, updated: now, unread: 0 };
+  }
+
+  /** Writes `record` in `tx`. */
+  async write(tx: Tx, record: ThreadRecord): Promise<void> {
+    await tx.putRecord(threadRecordKey(record.peer, record.th), record);
+  }
+}
+
+/**
+ * Applies a received msg (one more unread, the subject if none yet) or
+ * state (theirs) to `record`, in place.
+ *
+ * @example
+ * ```ts
+ * import { takeReceived } from "./thread_records.ts";
+ * const now = "2026-01-01T00:00:00.000Z";
+ * const record = { peer: "p", th: "t", created: now, updated: now, unread: 0 };
+ * takeReceived(record, { id: "1", t: "msg", th: "t", message: { t: "msg" }, raw: "{}" }, now);
+ * console.log(record.unread); // 1
+ * ```
+ */
+export function takeReceived(
+  record: ThreadRecord,
+  line: IncomingLine,
+  now: string,
+): void {
+  const m = line.message;
+  if (line.t === "msg") {
+    record.unread += 1;
+    if (record.subject === undefined && typeof m.subject === "string") {
+      record.subject = clip(m.subject);
+    }
+  } else if (typeof m.state === "string") {
+    record.theirs = {
+      state: clip(m.state),
+      ts: typeof m.ts === "string" ? m.ts : now,
+    };
+    if (typeof m.note === "string") record.theirs.note = clip(m.note);
+  }
+  record.updated = now;
 }

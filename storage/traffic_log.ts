@@ -190,9 +190,15 @@ export class TrafficLog {
 
   /**
    * Appends one entry in `tx`; resolves with its seq. Seqs are taken in
-   * commit order, so they increase with the log.
+   * commit order, so they increase with the log. With `counters` false the
+   * caller writes the log's counters ({@link writeCounters}) once for
+   * several entries, in the same atomic group.
    */
-  async append(tx: Tx, entry: Omit<LogEntry, "seq">): Promise<number> {
+  async append(
+    tx: Tx,
+    entry: Omit<LogEntry, "seq">,
+    counters = true,
+  ): Promise<number> {
     this.#logBytes += entry.line.length;
     const overBytes = this.#logBytes > this.#maxLogBytes;
     if (++this.#sinceTrim >= this.#trimEvery || overBytes) {
@@ -206,9 +212,14 @@ export class TrafficLog {
     if (entry.th !== undefined) {
       tx.set(["logt", keyText(entry.peer), threadKey(entry.th), seq], 1);
     }
-    tx.set(LOG_SEQ, seq);
-    tx.set(LOG_BYTES, this.#logBytes);
+    if (counters) this.writeCounters(tx);
     return seq;
+  }
+
+  /** Writes the highest seq and the bytes of text, as of now, in `tx`. */
+  writeCounters(tx: Tx): void {
+    tx.set(LOG_SEQ, this.#seq);
+    tx.set(LOG_BYTES, this.#logBytes);
   }
 
   /**

@@ -1,9 +1,11 @@
 /**
  * Workload: connect and reconnect. A driver in `connect` mode dials a
  * listening driver: timed from its `identity` event to its `connected`
- * event; its idle RSS is read once connected, and the listener's 1 s after
- * it started listening, before anything connects (`idle_alone_rss_mib`:
- * what a user's idle peer costs). Then the listener is killed
+ * event, and from its spawn (what start-up work done before `identity`
+ * costs shows there); its idle RSS is read once connected, and the
+ * listener's 1 s after it started listening, before anything connects
+ * (`idle_alone_rss_mib`: what a user's idle peer costs). Then the listener
+ * is killed
  * (SIGKILL) and restarted on the same state and address, `restarts`
  * times: each timed from the new listener's `listening` event, and from
  * its spawn, until the dialer reports `connected` again. The listener is
@@ -31,6 +33,7 @@ export const reconnectWorkload: Workload = {
   title: "driver connect time; listener killed and restarted → reconnected",
   units: {
     connect_ms: "ms",
+    spawn_to_connected_ms: "ms",
     reconnect_median_ms: "ms",
     reconnect_max_ms: "ms",
     restart_to_connected_ms: "ms",
@@ -50,6 +53,7 @@ export const reconnectWorkload: Workload = {
       // Nothing connected yet: let start-up garbage settle, then read it.
       await new Promise((r) => setTimeout(r, 1_000));
       const aloneRss = (await l.proc.memory())?.rssBytes ?? NaN;
+      const dialerSpawned = performance.now();
       const dialer = ctx.spawnPeer(
         "dialer",
         await ctx.dir("dialer"),
@@ -86,6 +90,7 @@ export const reconnectWorkload: Workload = {
         }
         samples.push({
           connect_ms: connectMs,
+          spawn_to_connected_ms: first.at - dialerSpawned,
           reconnect_median_ms: median(fromListening),
           reconnect_max_ms: Math.max(...fromListening),
           restart_to_connected_ms: median(fromSpawn),

@@ -14,11 +14,6 @@ const MAX_MUTATIONS = 990;
 const MAX_COMMIT_BYTES = 760_000;
 const MAX_KEY_BYTES = 72_000;
 
-interface Cost {
-  bytes: number;
-  keyBytes: number;
-}
-
 function keyBytes(key: Key): number {
   let n = 4;
   // Upper bound of the UTF-8 length without encoding: 3 bytes per unit.
@@ -28,7 +23,10 @@ function keyBytes(key: Key): number {
   return n;
 }
 
+const NON_ASCII = /[\u0080-\uffff]/;
+
 function utf8Bound(text: string): number {
+  if (!NON_ASCII.test(text)) return text.length; // keys are mostly ASCII: no loop
   let n = 0;
   for (let i = 0; i < text.length; i++) n += text.charCodeAt(i) < 0x80 ? 1 : 3;
   return n;
@@ -45,8 +43,22 @@ function valueBytes(value: unknown): number {
   return n;
 }
 
+/** A mutation's estimated sizes, computed once per mutation. */
+function costed(m: Mutation): Required<KeyedMutation> {
+  const km = m as KeyedMutation;
+  if (km.cost === undefined) {
+    km.encoded ??= encodeKey(m.key);
+    km.keyCost = keyBytes(m.key);
+    km.cost = km.keyCost + valueBytes(m.value);
+  }
+  return km as Required<KeyedMutation>;
+}
+
 /**
  * One commit being filled: atomic groups are added whole while they fit.
+ * A key written again (a thread's `seen` record, the log's seq, written by
+ * every line of a received batch) replaces its earlier write and counts
+ * once, so the limits bound what is really committed.
  *
  * @example
  * ```ts
@@ -54,31 +66,30 @@ function valueBytes(value: unknown): number {
  * const batch = new Batch();
  * const group = [{ key: ["a"], value: 1 }];
  * if (batch.fits(group)) batch.add(group);
+ * if (batch.fits(group)) batch.add(group); // the same key: still one
  * console.log(batch.size); // 1
  * ```
  */
 export class Batch {
   /** The mutations, by encoded key (a later write of a key replaces it). */
   readonly mutations: Map<string, Mutation> = new Map();
-  #count = 0;
   #bytes = 0;
   #keyBytes = 0;
 
-  static #costs = new WeakMap<Mutation[], Cost>();
-
-  static #cost(group: Mutation[]): Cost {
-    const known = Batch.#costs.get(group);
-    if (known) return known;
+  /**
+   * True when `group` could join an empty commit, counting every write
+   * (a key written twice twice: an upper bound).
+   */
+  static fitsAlone(group: Mutation[]): boolean {
     let bytes = 0;
     let keys = 0;
     for (const m of group) {
-      const kb = keyBytes(m.key);
-      keys += kb;
-      bytes += kb + valueBytes(m.value);
+      const c = costed(m);
+      bytes += c.cost;
+      keys += c.keyCost;
     }
-    const cost = { bytes, keyBytes: keys };
-    Batch.#costs.set(group, cost);
-    return cost;
+    return group.length <= MAX_MUTATIONS && bytes <= MAX_COMMIT_BYTES &&
+      keys <= MAX_KEY_BYTES;
   }
 
   /** Distinct keys written. */
@@ -88,22 +99,32 @@ export class Batch {
 
   /** True when `group` can join this commit. */
   fits(group: Mutation[]): boolean {
-    const { bytes, keyBytes } = Batch.#cost(group);
-    return this.#count + group.length <= MAX_MUTATIONS &&
+    let count = 0;
+    let bytes = 0;
+    let keys = 0;
+    for (const m of group) {
+      const c = costed(m);
+      const old = (this.mutations.get(c.encoded) as KeyedMutation)?.cost;
+      if (old === undefined) {
+        count++;
+        keys += c.keyCost;
+        bytes += c.cost;
+      } else bytes += c.cost - old;
+    }
+    return this.mutations.size + count <= MAX_MUTATIONS &&
       this.#bytes + bytes <= MAX_COMMIT_BYTES &&
-      this.#keyBytes + keyBytes <= MAX_KEY_BYTES;
+      this.#keyBytes + keys <= MAX_KEY_BYTES;
   }
 
   /** Adds an atomic group (check {@link Batch.fits} first). */
   add(group: Mutation[]): void {
-    const { bytes, keyBytes } = Batch.#cost(group);
-    this.#count += group.length;
-    this.#bytes += bytes;
-    this.#keyBytes += keyBytes;
     for (const m of group) {
-      const k = (m as KeyedMutation).encoded ?? encodeKey(m.key);
-      this.mutations.delete(k); // re-insert: the latest write wins
-      this.mutations.set(k, m);
+      const c = costed(m);
+      const old = (this.mutations.get(c.encoded) as KeyedMutation)?.cost;
+      if (old === undefined) this.#keyBytes += c.keyCost;
+      else this.mutations.delete(c.encoded); // re-insert: the latest write wins
+      this.#bytes += c.cost - (old ?? 0);
+      this.mutations.set(c.encoded, m);
     }
   }
 }

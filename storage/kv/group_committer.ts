@@ -161,7 +161,7 @@ export class GroupCommitter {
         try {
           result = await op.build(tx);
           for (const group of tx.groups) {
-            if (!new Batch().fits(group)) {
+            if (!Batch.fitsAlone(group)) {
               throw new RangeError("write too large for one Deno KV commit");
             }
           }

@@ -11,10 +11,14 @@ import { assembleRecord, PART_BYTES } from "./split_record.ts";
 import type { KvBackend } from "./kv_backend.ts";
 import { encodeKey, type Key, type Mutation } from "./key.ts";
 
-/** A mutation that remembers its encoded key. */
+/** A mutation that remembers its encoded key and its size estimates. */
 export interface KeyedMutation extends Mutation {
   /** {@link encodeKey} of `key`, computed once. */
   encoded?: string;
+  /** Estimated bytes of the key (set by the batch that first counts it). */
+  keyCost?: number;
+  /** Estimated bytes of the mutation, key included (likewise). */
+  cost?: number;
 }
 
 /** Parts of a split record written per atomic group (≤ 600 KB). */

@@ -13,12 +13,14 @@
  */
 
 import assert from "node:assert/strict";
-import { Connection, type ReceivedLine } from "../../actors/connection.ts";
-import type { Transport } from "../../net/transport.ts";
+import type { Connection, ReceivedLine } from "../../actors/connection.ts";
 import { MemoryStore } from "../../storage/memory_store.ts";
 import type { OutboxEntry, Store } from "../../storage/store.ts";
 import { Signer } from "../../wire/keys.ts";
-import { transportPair } from "../helpers/transport_pair.ts";
+import {
+  type ConnectionPair,
+  connectionPair,
+} from "../helpers/connection_pair.ts";
 import { until } from "../helpers/until.ts";
 
 /** A MemoryStore whose `seen` (read for our resume) waits for `open()`. */
@@ -38,44 +40,20 @@ class SlowSeenStore extends MemoryStore {
   }
 }
 
-interface Run {
-  sender: Connection;
-  receiver: Connection;
-  close(): Promise<void>;
-}
-
-/** Sender (dialing, store `a`) and receiver (store `b`) over real TCP. */
-async function run(
+/** Sender (store `a`) and receiver (store `b`) over real TCP. */
+function run(
   a: Store,
   b: Store,
   signers: [Signer, Signer],
   delivered: ReceivedLine[],
   acked: string[],
-): Promise<Run> {
-  const { listener, client, server } = await transportPair("tcp:127.0.0.1:0");
-  listener.close();
-  const make = (transport: Transport, dialed: boolean) =>
-    new Connection({
-      transport,
-      dialed,
-      signer: signers[dialed ? 0 : 1],
-      store: dialed ? a : b,
-      onDeliver: (_c, lines) => delivered.push(...lines),
-      onAck: (_c, ack) => acked.push(ack.re),
-    });
-  const sender = make(client, true);
-  const receiver = make(server, false);
-  sender.start();
-  receiver.start();
-  return {
-    sender,
-    receiver,
-    async close() {
-      sender.close("test over");
-      receiver.close("test over");
-      await Promise.all([sender.closed, receiver.closed, listener.done]);
-    },
+): Promise<ConnectionPair> {
+  const both = {
+    onDeliver: (_c: Connection, lines: ReceivedLine[]) =>
+      delivered.push(...lines),
+    onAck: (_peer: string, ack: { re: string }) => acked.push(ack.re),
   };
+  return connectionPair(a, b, signers, { sender: both, receiver: both });
 }
 
 const msg = (th: string, text: string) => ({

@@ -313,3 +313,30 @@ Deno.test("STORED puts the store's record in and both regions follow it", () => 
   });
   actor.stop();
 });
+
+Deno.test("MSGS_IN takes a committed run of msgs in one step, like MSG_IN one by one", () => {
+  const one = start().actor;
+  const run = start().actor;
+  const msgs = [
+    msg("01", "a", { subject: "First" }),
+    msg("02", "b", { subject: "ignored" }),
+    msg("03", "c"),
+  ];
+  for (const m of msgs) one.send({ type: "MSG_IN", message: m });
+  run.send({ type: "MSGS_IN", messages: msgs });
+  // A redelivered msg, alone and within a run, is dropped.
+  run.send({ type: "MSGS_IN", messages: [msgs[2], msg("04", "d")] });
+  one.send({ type: "MSG_IN", message: msgs[2] });
+  one.send({ type: "MSG_IN", message: msg("04", "d") });
+  const a = one.getSnapshot().context;
+  const b = run.getSnapshot().context;
+  assert.equal(b.record.unread, 4);
+  assert.equal(b.record.subject, "First");
+  assert.deepEqual(
+    { unread: b.record.unread, subject: b.record.subject, msgs: b.msgs },
+    { unread: a.record.unread, subject: a.record.subject, msgs: a.msgs },
+  );
+  assert.deepEqual(b.recent, a.recent);
+  one.stop();
+  run.stop();
+});

@@ -145,19 +145,22 @@ Deno.test("resume: msgs at or below the receiver's seen point whose ack was lost
   const d = driver(state, "listen", "tcp:127.0.0.1:0");
   const signer = await Signer.generate();
   const store = new MemoryStore();
-  // A receiver that dies between its commit and its ack: receive commits,
-  // then never returns, so no ack goes out.
+  // A receiver that dies between its commit and its ack: receive (of its
+  // received records, which the connection commits into) commits, then
+  // never returns, so no ack goes out.
   let stall = true;
+  const records = {
+    receive: async (...args: Parameters<MemoryStore["receive"]>) => {
+      const out = await store.received.receive(...args);
+      if (stall) return await new Promise<never>(() => {});
+      return out;
+    },
+    seen: (peer: string) => store.received.seen(peer),
+  };
   const stalling = new Proxy(store, {
-    get(target, prop, receiver) {
-      if (prop === "receive") {
-        return async (...args: Parameters<MemoryStore["receive"]>) => {
-          const out = await target.receive(...args);
-          if (stall) return await new Promise<never>(() => {});
-          return out;
-        };
-      }
-      const value = Reflect.get(target, prop, receiver);
+    get(target, prop) {
+      if (prop === "received") return records;
+      const value = Reflect.get(target, prop, target);
       return typeof value === "function" ? value.bind(target) : value;
     },
   });

@@ -8,6 +8,8 @@ import { Peer, type PeerOptions } from "../../peer/peer.ts";
 import { InspectionHub } from "../../inspector/inspection_hub.ts";
 import type { ThreadRecord } from "../../storage/store.ts";
 import { EventLog } from "../helpers/event_log.ts";
+import { PeerThreads } from "../../peer/peer_threads.ts";
+import { MemoryStore } from "../../storage/memory_store.ts";
 
 const FAST: Partial<PeerOptions> = {
   timeouts: { pingInterval: 0, bye: 1000 },
@@ -69,5 +71,47 @@ Deno.test("the stored thread record and the thread actor agree; the actor emits 
     await a.close();
     await b.close();
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a burst of sends in one thread writes its record once, not once a send", async () => {
+  let patches = 0;
+  class CountingStore extends MemoryStore {
+    override patchThread(
+      ...args: Parameters<MemoryStore["patchThread"]>
+    ): ReturnType<MemoryStore["patchThread"]> {
+      patches++;
+      return super.patchThread(...args);
+    }
+  }
+  const store = new CountingStore();
+  const threads = new PeerThreads({
+    store,
+    parentId: () => "",
+    emit: () => {},
+    closing: () => false,
+    onLine: () => Promise.resolve(),
+    resolveBlob: () => Promise.reject(new Error("no blobs here")),
+    replayBlob: () => Promise.reject(new Error("no blobs here")),
+    requests: () => Promise.resolve([]),
+  });
+  try {
+    const peer = "ed25519:BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB";
+    // As the sender asks: every send of the burst before the first write
+    // resolved. The first (with its subject) writes; the touches that follow
+    // within a second do not.
+    await Promise.all([
+      threads.writeOurSide(peer, "t1", { subject: "Hi" }),
+      ...Array.from({ length: 50 }, () => threads.writeOurSide(peer, "t1", {})),
+    ]);
+    assert.equal(patches, 1);
+    assert.equal((await store.thread(peer, "t1"))?.subject, "Hi");
+    // Our state always writes.
+    await threads.writeOurSide(peer, "t1", {
+      mine: { state: "working", ts: "2026-01-01T00:00:00.000Z" },
+    });
+    assert.equal(patches, 2);
+  } finally {
+    store.close();
   }
 });

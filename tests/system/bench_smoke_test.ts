@@ -34,6 +34,7 @@ Deno.test("bench --quick --only handshake writes the expected JSON shape", async
     assert.deepEqual(w.params, { connections: 10 });
     assert.deepEqual(Object.keys(w.metrics).sort(), [
       "handshakes_per_s",
+      "listener_cpu_ms_per_handshake",
       "p50_ms",
       "p99_ms",
     ]);

@@ -1,0 +1,76 @@
+/**
+ * The handshake's own timing, over real TCP: the accepting side reads its
+ * `seen` while their auth verifies (not after admission), and the resume it
+ * sends still carries what its store had durably received.
+ */
+
+import assert from "node:assert/strict";
+import { Connection } from "../../actors/connection.ts";
+import { MemoryStore } from "../../storage/memory_store.ts";
+import { Signer } from "../../wire/keys.ts";
+import { transportPair } from "../helpers/transport_pair.ts";
+
+/** A store that counts its `seen` reads. */
+class CountingStore extends MemoryStore {
+  seenReads = 0;
+  override seen(peer: string): Promise<Record<string, string>> {
+    this.seenReads++;
+    return super.seen(peer);
+  }
+}
+
+Deno.test("handshake: seen is read while their auth verifies, and goes out in the resume", async () => {
+  const [dialer, acceptor] = await Promise.all([
+    Signer.generate(),
+    Signer.generate(),
+  ]);
+  const store = new CountingStore();
+  const dialerStore = new MemoryStore();
+  const id = "01JAAAAAAAAAAAAAAAAAAAAAAA";
+  await store.receive(dialer.key, [{
+    id,
+    t: "msg",
+    th: "t1",
+    message: { t: "msg", id, th: "t1" },
+    raw: "{}",
+  }]);
+  const { listener, client, server } = await transportPair("tcp:127.0.0.1:0");
+  let readsAtAdmission = -1;
+  const accepted = new Connection({
+    transport: server,
+    dialed: false,
+    signer: acceptor,
+    store,
+    admit: () => {
+      readsAtAdmission = store.seenReads;
+      return undefined;
+    },
+  });
+  const resumes: string[] = [];
+  const dialed = new Connection({
+    transport: client,
+    dialed: true,
+    signer: dialer,
+    store: dialerStore,
+    onLine: (_key, dir, raw) => {
+      if (dir === "in" && raw.includes('"t":"resume"')) resumes.push(raw);
+    },
+  });
+  accepted.start();
+  dialed.start();
+  try {
+    await Promise.all([accepted.established, dialed.established]);
+    assert.equal(readsAtAdmission, 1, "seen read before the admission");
+    assert.equal(store.seenReads, 1, "and only once");
+    assert.equal(resumes.length, 1);
+    assert.deepEqual(JSON.parse(resumes[0]).seen, { t1: id });
+  } finally {
+    accepted.close("done");
+    dialed.close("done");
+    await Promise.all([accepted.closed, dialed.closed]);
+    listener.close();
+    await listener.done;
+    store.close();
+    dialerStore.close();
+  }
+});

@@ -1,0 +1,71 @@
+/**
+ * What a new connection's resume relies on from the connections before it
+ * (ReceiveCommitter.previousSettled and quietMark), over a real store: two
+ * committers for the same remote, one per connection.
+ */
+
+import assert from "node:assert/strict";
+import {
+  type CommitterHost,
+  ReceiveCommitter,
+} from "../../actors/receive_committer.ts";
+import { MemoryStore } from "../../storage/memory_store.ts";
+import { readFrame } from "../../wire/read_frame.ts";
+
+const REMOTE = "ed25519:BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB";
+
+function committer(store: MemoryStore, acked: string[]): ReceiveCommitter {
+  const host: CommitterHost = {
+    remoteKey: () => REMOTE,
+    beforeCommit: () => undefined,
+    takeChunk: () => {},
+    needsBeforeCommit: () => false,
+    deliver: () => {},
+    fail: (detail) => assert.fail(detail),
+  };
+  return new ReceiveCommitter(store, host, {
+    writeLine: (line) => void acked.push(String(line.re)),
+  });
+}
+
+function msg(id: string) {
+  const line = JSON.stringify({
+    t: "msg",
+    id,
+    ts: "2026-01-01T00:00:00.000Z",
+    th: "t1",
+    parts: [{ k: "text", text: "hi" }],
+  });
+  const read = readFrame(new TextEncoder().encode(line));
+  assert.ok(read.ok);
+  return read.frame;
+}
+
+Deno.test("quietMark: a seen read ahead stays current only while no earlier connection's lines are in flight or queued since", async () => {
+  const store = new MemoryStore();
+  const acked: string[] = [];
+  try {
+    const old = committer(store, acked);
+    const fresh = committer(store, acked);
+    const mark = fresh.quietMark();
+    assert.notEqual(mark, undefined, "nothing in flight: a mark");
+    // The old connection reads a line after the mark and commits it.
+    old.stage(msg("01J0000000000000000000001"));
+    const committed = old.commit();
+    assert.equal(fresh.quietMark(), undefined, "its line is in flight");
+    const waited = fresh.previousSettled();
+    await committed;
+    await waited;
+    assert.deepEqual(acked, ["01J0000000000000000000001"]);
+    // Settled, but a line was queued since the mark: the read ahead is stale.
+    assert.notEqual(fresh.quietMark(), undefined);
+    assert.notEqual(fresh.quietMark(), mark);
+    assert.deepEqual(await store.seen(REMOTE), {
+      t1: "01J0000000000000000000001",
+    });
+    // Nothing more received: marks taken now stay equal.
+    assert.equal(fresh.quietMark(), fresh.quietMark());
+  } finally {
+    store.close();
+  }
+});
