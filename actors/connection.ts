@@ -182,7 +182,8 @@ export class Connection {
 
   #o: ConnectionOptions;
   #t: Transport;
-  #reader = new LineReader();
+  // Views: #onData is done with each line before the transport reads again.
+  #reader = new LineReader({ views: true });
   #myHello: Uint8Array | undefined;
   #peerHello: Uint8Array | undefined;
   #peer: RemoteHello | undefined;

@@ -116,7 +116,10 @@ export type FrameEvent =
  * Decodes frames from pushed bytes. Server side expects masked frames,
  * client side unmasked ones (RFC 6455 5.1). Never buffers more than one
  * line: a text message over {@link MAX_LINE_BYTES} is reported as soon as
- * its header says so, before its payload arrives.
+ * its header says so, before its payload arrives. A text event's bytes are
+ * a view of the decoder's buffer (an unfragmented message is not copied),
+ * valid until the next {@link FrameDecoder.space} or
+ * {@link FrameDecoder.push}.
  *
  * @example
  * ```ts
@@ -130,7 +133,11 @@ export type FrameEvent =
 export class FrameDecoder {
   #expectMask: boolean;
   #buf = new Uint8Array(INITIAL_BYTES);
+  /** Where the bytes not decoded yet start (moved to 0 by `space`). */
+  #start = 0;
   #len = 0;
+  /** Bytes from `#start` the frame there needs whole (0: unknown yet). */
+  #need = 0;
   #message: Uint8Array[] = [];
   #messageBytes = 0;
   #inMessage = false;
@@ -146,9 +153,19 @@ export class FrameDecoder {
    * straight into it saves a copy. Call {@link FrameDecoder.wrote} after.
    */
   space(min = 64 * 1024): Uint8Array {
-    if (this.#buf.length - this.#len < min) {
+    // The events of the last decode are done with: move what is left of
+    // the buffer to its start now (not while they may still be read).
+    if (this.#start > 0) {
+      this.#buf.copyWithin(0, this.#start, this.#len);
+      this.#len -= this.#start;
+      this.#start = 0;
+    }
+    // Room for `min` more, and for the whole of a frame begun (at most
+    // 1 MiB and a header).
+    const want = Math.max(min, this.#need - this.#len);
+    if (this.#buf.length - this.#len < want) {
       const grown = new Uint8Array(
-        Math.max(this.#buf.length * 2, this.#len + min),
+        Math.max(this.#buf.length * 2, this.#len + want),
       );
       grown.set(this.#buf.subarray(0, this.#len));
       this.#buf = grown;
@@ -170,11 +187,12 @@ export class FrameDecoder {
 
   #decode(): FrameEvent[] {
     if (this.#stopped) {
-      this.#len = 0; // discarded: what follows a fault is never kept
+      this.#len = this.#start = 0; // discarded: what follows a fault is never kept
       return [];
     }
     const events: FrameEvent[] = [];
-    let at = 0;
+    let at = this.#start;
+    this.#need = 0;
     const buf = this.#buf;
     while (!this.#stopped) {
       const avail = this.#len - at;
@@ -248,14 +266,15 @@ export class FrameDecoder {
       const maskAt = at + head;
       if (masked) head += 4;
       if (avail < head + size) {
-        // Make room for the whole frame (at most 1 MiB + a header).
-        this.#compact(at);
-        at = 0;
-        this.space(head + size);
+        // The next `space` makes room for the whole frame.
+        this.#need = head + size;
         break;
       }
       const payload = buf.subarray(at + head, at + head + size);
-      if (masked) unmask(payload, buf.subarray(maskAt, maskAt + 4));
+      // Unmasked and checked for a newline in one pass.
+      const newline = masked
+        ? unmaskFindNewline(payload, buf.subarray(maskAt, maskAt + 4))
+        : !control && hasNewline(payload);
       at += head + size;
       if (control) {
         if (opcode === OP.ping) {
@@ -280,7 +299,7 @@ export class FrameDecoder {
           detail: "a continuation without a message",
         });
       }
-      if (payload.includes(NEWLINE)) {
+      if (newline) {
         return this.#stop(events, {
           kind: "fault",
           code: "bad_frame",
@@ -288,7 +307,7 @@ export class FrameDecoder {
         });
       }
       if (fin && !this.#inMessage) {
-        events.push({ kind: "text", bytes: payload.slice() });
+        events.push({ kind: "text", bytes: payload });
         continue;
       }
       this.#inMessage = true;
@@ -301,14 +320,9 @@ export class FrameDecoder {
         this.#inMessage = false;
       }
     }
-    this.#compact(at);
+    if (at === this.#len) this.#start = this.#len = 0;
+    else this.#start = at;
     return events;
-  }
-
-  #compact(at: number): void {
-    if (at === 0) return;
-    this.#len -= at;
-    this.#buf.copyWithin(0, at, at + this.#len);
   }
 
   /**
@@ -316,7 +330,8 @@ export class FrameDecoder {
    * calls it after a small read), so idle connections stay small.
    */
   shrink(): void {
-    if (this.#len === 0 && this.#buf.length > INITIAL_BYTES) {
+    if (this.#len === this.#start && this.#buf.length > INITIAL_BYTES) {
+      this.#start = this.#len = 0;
       this.#buf = new Uint8Array(INITIAL_BYTES);
     }
   }
@@ -324,7 +339,7 @@ export class FrameDecoder {
   /** Ends decoding: nothing after a close, a fault or a protocol error counts. */
   #stop(events: FrameEvent[], last: FrameEvent): FrameEvent[] {
     this.#stopped = true;
-    this.#len = 0;
+    this.#len = this.#start = 0;
     events.push(last);
     return events;
   }
@@ -351,6 +366,83 @@ export function concat(pieces: Uint8Array[]): Uint8Array {
   return out;
 }
 
+/** Newlines in each byte of a word (for the zero-byte test below). */
+const NEWLINES = 0x0a0a0a0a;
+
+/** True when one of the 4 bytes of `word` is zero (Hacker's Delight 6-1). */
+function hasZeroByte(word: number): boolean {
+  return ((word - 0x01010101) & ~word & 0x80808080) !== 0;
+}
+
+/**
+ * True when `payload` holds a newline: a word at a time (about twice the
+ * speed of `includes` on a ~350 KB chunk line).
+ *
+ * @example
+ * ```ts
+ * import { hasNewline } from "./websocket_frames.ts";
+ * console.assert(hasNewline(new TextEncoder().encode("a\nb")));
+ * console.assert(!hasNewline(new TextEncoder().encode("ab")));
+ * ```
+ */
+export function hasNewline(payload: Uint8Array): boolean {
+  const n = payload.length;
+  let i = 0;
+  const lead = Math.min(n, (4 - (payload.byteOffset & 3)) & 3);
+  for (; i < lead; i++) if (payload[i] === NEWLINE) return true;
+  const words = (n - i) >>> 2;
+  if (words > 0) {
+    const view = new Uint32Array(payload.buffer, payload.byteOffset + i, words);
+    for (let w = 0; w < words; w++) {
+      if (hasZeroByte(view[w] ^ NEWLINES)) return true;
+    }
+    i += words << 2;
+  }
+  for (; i < n; i++) if (payload[i] === NEWLINE) return true;
+  return false;
+}
+
+/**
+ * Unmasks `payload` in place ({@link unmask}) and says whether the result
+ * holds a newline, in the same pass.
+ */
+function unmaskFindNewline(payload: Uint8Array, mask: Uint8Array): boolean {
+  const n = payload.length;
+  let found = false;
+  let i = 0;
+  const lead = Math.min(n, (4 - (payload.byteOffset & 3)) & 3);
+  for (; i < lead; i++) {
+    payload[i] ^= mask[i & 3];
+    if (payload[i] === NEWLINE) found = true;
+  }
+  const words = (n - i) >>> 2;
+  if (words > 0) {
+    const key = turnedKey(mask, i);
+    const view = new Uint32Array(payload.buffer, payload.byteOffset + i, words);
+    let any = 0;
+    for (let w = 0; w < words; w++) {
+      const word = view[w] ^ key;
+      view[w] = word;
+      const x = word ^ NEWLINES;
+      any |= (x - 0x01010101) & ~x;
+    }
+    if ((any & 0x80808080) !== 0) found = true;
+    i += words << 2;
+  }
+  for (; i < n; i++) {
+    payload[i] ^= mask[i & 3];
+    if (payload[i] === NEWLINE) found = true;
+  }
+  return found;
+}
+
+/** The mask as a native-order word for bytes that start at `offset`. */
+function turnedKey(mask: Uint8Array, offset: number): number {
+  const turned = new Uint8Array(4);
+  for (let k = 0; k < 4; k++) turned[k] = mask[(offset + k) & 3];
+  return new Uint32Array(turned.buffer)[0];
+}
+
 /** XORs `payload` in place with the 4-byte `mask` (RFC 6455 5.3). */
 function unmask(payload: Uint8Array, mask: Uint8Array): void {
   const n = payload.length;
@@ -362,9 +454,7 @@ function unmask(payload: Uint8Array, mask: Uint8Array): void {
   for (; i < lead; i++) payload[i] ^= mask[i & 3];
   const words = (n - i) >>> 2;
   if (words > 0) {
-    const turned = new Uint8Array(4);
-    for (let k = 0; k < 4; k++) turned[k] = mask[(i + k) & 3];
-    const key = new Uint32Array(turned.buffer)[0];
+    const key = turnedKey(mask, i);
     const view = new Uint32Array(payload.buffer, payload.byteOffset + i, words);
     for (let w = 0; w < words; w++) view[w] ^= key;
     i += words << 2;
@@ -415,10 +505,62 @@ export function writeFrame(
   const mask = crypto.getRandomValues(new Uint8Array(4));
   out.set(mask, at);
   at += 4;
-  const body = out.subarray(at, at + size);
-  body.set(payload);
-  unmask(body, mask);
+  maskInto(out.subarray(at, at + size), payload, mask);
   return at + size;
+}
+
+/**
+ * `payload` masked into `body` (same length): copied and masked in one
+ * pass a word at a time when both have the same alignment (a caller can
+ * arrange that: {@link frameStart}), else copied, then masked in place.
+ */
+function maskInto(body: Uint8Array, payload: Uint8Array, mask: Uint8Array) {
+  const n = payload.length;
+  if (((body.byteOffset ^ payload.byteOffset) & 3) !== 0) {
+    body.set(payload);
+    unmask(body, mask);
+    return;
+  }
+  let i = 0;
+  const lead = Math.min(n, (4 - (payload.byteOffset & 3)) & 3);
+  for (; i < lead; i++) body[i] = payload[i] ^ mask[i & 3];
+  const words = (n - i) >>> 2;
+  if (words > 0) {
+    const key = turnedKey(mask, i);
+    const from = new Uint32Array(
+      payload.buffer,
+      payload.byteOffset + i,
+      words,
+    );
+    const to = new Uint32Array(body.buffer, body.byteOffset + i, words);
+    for (let w = 0; w < words; w++) to[w] = from[w] ^ key;
+    i += words << 2;
+  }
+  for (; i < n; i++) body[i] = payload[i] ^ mask[i & 3];
+}
+
+/**
+ * Where in `room` (at least 3 bytes longer than the frame) a frame of
+ * `payload` should start so that its payload lands at the same alignment
+ * as `payload`'s own bytes: then masking copies a word at a time.
+ *
+ * @example
+ * ```ts
+ * import { frameStart, headerSize, writeFrame, OP } from "./websocket_frames.ts";
+ * const payload = new Uint8Array(100_000);
+ * const room = new Uint8Array(headerSize(payload.length, true) + payload.length + 3);
+ * const at = frameStart(room, payload, true);
+ * console.assert((at + headerSize(payload.length, true)) % 4 === 0);
+ * writeFrame(room, at, OP.text, payload, true);
+ * ```
+ */
+export function frameStart(
+  room: Uint8Array,
+  payload: Uint8Array,
+  masked: boolean,
+): number {
+  const body = room.byteOffset + headerSize(payload.length, masked);
+  return (payload.byteOffset - body) & 3;
 }
 
 /**

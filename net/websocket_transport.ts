@@ -20,7 +20,7 @@
  * 50 MiB file, against +42 MiB over TCP), and `WebSocketStream`, which has
  * read backpressure, is behind `--unstable-net` and cannot take a private
  * CA. Here a read waits for the owner and a write for the kernel, both
- * ways, as on TCP. A refused upgrade (any HTTP status but 101, e.g.
+ * ways (TCP reads ahead by one buffer at most, net/read_ahead.ts). A refused upgrade (any HTTP status but 101, e.g.
  * 502/503/504 from a sleeping host's front) is a {@link TransportError}
  * with `waking` set.
  *
@@ -42,6 +42,8 @@ import {
   encodeFrame,
   FrameDecoder,
   type FrameEvent,
+  frameStart,
+  hasNewline,
   hasToken,
   headerSize,
   MAX_HEAD_BYTES,
@@ -91,8 +93,20 @@ export interface WebSocketListenOptions {
   limits?: ConnectionLimits;
 }
 
-const READ_BYTES = 64 * 1024;
+/** As for TCP (transport.ts): a burst's chunk lines mostly come whole. */
+const READ_BYTES = 1024 * 1024;
 const IDLE_READ_BYTES = 1024;
+/** Lines handed over up to this size get a buffer of their own. */
+const SMALL_JOIN_BYTES = 64 * 1024;
+/** A frame this big is written into the ring of frames (#frameRoom). */
+const RING_FRAME_BYTES = 64 * 1024;
+/**
+ * The ring: more than one batch of the writer (net/batched_writer.ts cuts
+ * at 256 KiB, or one bigger item), a few chunk lines.
+ */
+const RING_BYTES = 2 * 1024 * 1024;
+/** The ring goes once no big frame was written for this long. */
+const RING_IDLE_MS = 1_000;
 const DIAL_TIMEOUT_MS = 30_000;
 /** How long an accepted connection may take to send its upgrade request. */
 const UPGRADE_TIMEOUT_MS = 10_000;
@@ -112,6 +126,12 @@ export class WebSocketTransport implements Transport {
   #writer: BatchedWriter;
   #partial: Uint8Array[] = [];
   #partialBytes = 0;
+  /** The lines of a big read, joined for `onData` (reused; see #join). */
+  #joined: Uint8Array | undefined;
+  /** Big frames are framed here, in turn (see #frameRoom). */
+  #ring: Uint8Array | undefined;
+  #ringAt = 0;
+  #ringUsed = 0;
   #started = false;
   #closeSent = false;
 
@@ -159,7 +179,7 @@ export class WebSocketTransport implements Transport {
       if (this.#leftover.length > 0) {
         go = await this.#handle(handlers, this.#decoder.push(this.#leftover));
       }
-      // Reads start small (an idle connection holds 1 KiB) and take 64 KiB
+      // Reads start small (an idle connection holds 1 KiB) and take 1 MiB
       // at a time from a read that filled its room until a small one.
       let want = IDLE_READ_BYTES;
       while (go && !this.#writer.closed) {
@@ -168,7 +188,10 @@ export class WebSocketTransport implements Transport {
         if (n === null) break;
         const events = this.#decoder.wrote(n);
         want = n >= room.length ? READ_BYTES : IDLE_READ_BYTES;
-        if (n < IDLE_READ_BYTES) this.#decoder.shrink();
+        if (n < IDLE_READ_BYTES) {
+          this.#decoder.shrink();
+          this.#joined = undefined;
+        }
         go = await this.#handle(handlers, events);
       }
     } catch (e) {
@@ -190,10 +213,11 @@ export class WebSocketTransport implements Transport {
     handlers: TransportHandlers,
     events: FrameEvent[],
   ): Promise<boolean> {
+    // Views of the decoder's buffer, valid until the next read.
     const lines: Uint8Array[] = [];
     const deliver = async () => {
       if (lines.length === 0) return;
-      const chunk = joinLines(lines);
+      const chunk = this.#join(lines);
       lines.length = 0;
       await handlers.onData(chunk);
     };
@@ -220,6 +244,31 @@ export class WebSocketTransport implements Transport {
     }
     await deliver();
     return true;
+  }
+
+  /**
+   * Lines as the byte stream TCP would carry, each followed by "\n"; a big
+   * read's go into one reused buffer (valid, like TCP's, until `onData`
+   * settles), so a burst of chunk lines allocates nothing here.
+   */
+  #join(lines: Uint8Array[]): Uint8Array {
+    let size = lines.length;
+    for (const l of lines) size += l.length;
+    let out: Uint8Array;
+    if (size <= SMALL_JOIN_BYTES) out = new Uint8Array(size);
+    else {
+      if (this.#joined === undefined || this.#joined.length < size) {
+        this.#joined = new Uint8Array(Math.max(size, READ_BYTES));
+      }
+      out = this.#joined.subarray(0, size);
+    }
+    let at = 0;
+    for (const l of lines) {
+      out.set(l, at);
+      at += l.length;
+      out[at++] = NEWLINE;
+    }
+    return out;
   }
 
   /** Answers or sends a close frame, waits briefly for it, closes the socket. */
@@ -251,7 +300,17 @@ export class WebSocketTransport implements Transport {
   #frameLines(bytes: Uint8Array): Uint8Array {
     const lines: Uint8Array[] = [];
     let start = 0;
-    for (;;) {
+    // A big write that is one whole line (a chunk line, as the connection
+    // writes them): checked a word at a time, not split byte by byte.
+    const last = bytes.length - 1;
+    if (
+      last >= RING_FRAME_BYTES && bytes[last] === NEWLINE &&
+      this.#partial.length === 0 && !hasNewline(bytes.subarray(0, last))
+    ) {
+      lines.push(bytes.subarray(0, last));
+      start = bytes.length;
+    }
+    while (start < bytes.length) {
       const nl = bytes.indexOf(NEWLINE, start);
       if (nl < 0) break;
       let line = bytes.subarray(start, nl);
@@ -275,12 +334,41 @@ export class WebSocketTransport implements Transport {
     for (const l of lines) {
       size += headerSize(l.length, this.#masked) + l.length;
     }
+    if (lines.length === 1 && size >= RING_FRAME_BYTES) {
+      const room = this.#frameRoom(size + 3);
+      if (room) {
+        const at = frameStart(room, lines[0], this.#masked);
+        return room.subarray(
+          at,
+          writeFrame(room, at, OP.text, lines[0], this.#masked),
+        );
+      }
+    } else if (this.#ring && Date.now() - this.#ringUsed > RING_IDLE_MS) {
+      this.#ring = undefined; // a blob is over: idle connections stay small
+    }
     const out = new Uint8Array(size);
     let at = 0;
     for (const l of lines) {
       at = writeFrame(out, at, OP.text, l, this.#masked);
     }
     return out;
+  }
+
+  /**
+   * `size` bytes of the ring, after the last ones taken, or from its start
+   * when they do not fit; undefined for a frame bigger than the ring. The
+   * writer writes a batch before it encodes the next, and a batch's big
+   * frames fit in the ring together, so a frame is written before its
+   * bytes are taken again (a chunk line costs no allocation).
+   */
+  #frameRoom(size: number): Uint8Array | undefined {
+    if (size > RING_BYTES) return undefined;
+    this.#ring ??= new Uint8Array(RING_BYTES);
+    this.#ringUsed = Date.now();
+    if (this.#ringAt + size > RING_BYTES) this.#ringAt = 0;
+    const room = this.#ring.subarray(this.#ringAt, this.#ringAt + size);
+    this.#ringAt += size;
+    return room;
   }
 
   flush(): Promise<void> {
@@ -320,20 +408,6 @@ export class WebSocketTransport implements Transport {
       } catch { /* already closed */ }
     });
   }
-}
-
-/** Lines as the byte stream TCP would carry: each followed by "\n". */
-function joinLines(lines: Uint8Array[]): Uint8Array {
-  let size = lines.length;
-  for (const l of lines) size += l.length;
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const l of lines) {
-    out.set(l, at);
-    at += l.length;
-    out[at++] = NEWLINE;
-  }
-  return out;
 }
 
 /** A socket error in one line; a TLS failure says so. */

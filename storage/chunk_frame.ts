@@ -57,6 +57,8 @@ export interface ChunkFrame {
 export class ChunkFramer {
   #path: string | undefined;
   #file: Deno.FsFile | undefined;
+  /** The open file's read position (-1: not known). */
+  #position = -1;
   #read = new Uint8Array(0);
   #free: Uint8Array[] = [];
 
@@ -119,6 +121,7 @@ export class ChunkFramer {
     } catch { /* already closed */ }
     this.#file = undefined;
     this.#path = undefined;
+    this.#position = -1;
     this.#free = [];
     this.#read = new Uint8Array(0);
   }
@@ -161,7 +164,11 @@ export class ChunkFramer {
       if ((await file.stat()).nlink === 0) {
         throw new Deno.errors.NotFound(path);
       }
-      await readFullyAt(file, path, offset, bytes);
+      // Chunks in order need no seek: the file is where the last one ended.
+      const at = this.#position;
+      this.#position = -1;
+      await readFullyAt(file, path, offset, bytes, at);
+      this.#position = offset + length;
     } catch (error) {
       // A later chunk opens the file again (it may have been replaced).
       this.close();

@@ -9,7 +9,7 @@
  * @module
  */
 
-import { createSha256, randomHex } from "./sha256.ts";
+import { createSha256, randomHex, type Sha256 } from "./sha256.ts";
 import { encodeBase64 } from "../wire/base64.ts";
 import { errorText } from "../wire/error_text.ts";
 import {
@@ -133,9 +133,15 @@ export function sourceReason(error: unknown): string {
   return errorText(error);
 }
 
-/** The lowercase hex sha256 of the file at `path`, read in one reused buffer. */
-async function hashFile(path: string): Promise<string> {
-  const hash = await createSha256();
+/**
+ * The lowercase hex sha256 of the file at `path`, read in one reused
+ * buffer, into `hasher` (a fresh one by default).
+ */
+async function hashFile(
+  path: string,
+  hasher: Promise<Sha256> = createSha256(),
+): Promise<string> {
+  const hash = await hasher;
   using file = await Deno.open(path, { read: true });
   const buffer = new Uint8Array(HASH_BUFFER);
   for (;;) {
@@ -203,7 +209,10 @@ export async function snapshotToSpool(
     }
 
     await Deno.mkdir(spoolDir, { recursive: true, mode: 0o700 });
-    // The kernel copies (copy_file_range): no bytes pass through JS.
+    // The hasher's first use loads node:crypto (~15 ms of CPU): here, while
+    // the kernel copies (copy_file_range: no bytes pass through JS).
+    const hasher = createSha256();
+    hasher.catch(() => {}); // awaited below, unless the copy fails
     try {
       await Deno.copyFile(sourcePath, temp);
     } catch (error) {
@@ -215,7 +224,7 @@ export async function snapshotToSpool(
     const size = (await out.stat()).size;
     if (size > limit) throw new BlobTooLargeError(sourcePath, size, limit);
     // The copy's fsync runs while we hash it (from the page cache).
-    const [, sha256] = await Promise.all([out.sync(), hashFile(temp)]);
+    const [, sha256] = await Promise.all([out.sync(), hashFile(temp, hasher)]);
     out.close();
     out = undefined;
     await Deno.rename(temp, target);
@@ -298,7 +307,9 @@ export async function readChunk(source: ChunkSource): Promise<Uint8Array> {
 
 /**
  * Fills `bytes` from `file` (the spooled file at `path`) at `offset`;
- * throws {@linkcode BlobSourceError} when the file ends first.
+ * throws {@linkcode BlobSourceError} when the file ends first. `position`,
+ * where the file's read position is known to be, saves the seek when it is
+ * already at `offset` (chunks read in order).
  *
  * @example
  * ```ts
@@ -317,8 +328,9 @@ export async function readFullyAt(
   path: string,
   offset: number,
   bytes: Uint8Array,
+  position = -1,
 ): Promise<void> {
-  await file.seek(offset, Deno.SeekMode.Start);
+  if (position !== offset) await file.seek(offset, Deno.SeekMode.Start);
   let done = 0;
   while (done < bytes.length) {
     const n = await file.read(bytes.subarray(done));

@@ -14,11 +14,22 @@
 
 const QUOTE = 0x22;
 const BRACE = 0x7d;
+const BACKSLASH = 0x5c;
 /** `"data":` before the value's opening quote. */
 const DATA_KEY = new TextEncoder().encode('"data":');
-const strict = new TextDecoder("utf-8", { fatal: true });
+// ignoreBOM: a BOM stays in the text (and fails there) instead of vanishing.
+const strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+/**
+ * For the data: not fatal, which takes Deno's single-pass UTF-8 path (~6×
+ * faster on a 350 KB line). Any byte that is not plain ASCII base64 still
+ * fails, later: as U+FFFD or a multi-byte letter, which `setFromBase64`
+ * rejects, and the line takes the general parse.
+ */
+const loose = new TextDecoder("utf-8", { ignoreBOM: true });
 /** Lines shorter than this go the general way (nothing to save). */
 const MIN_FAST_BYTES = 4096;
+/** The envelope before `data` is looked for in this many bytes. */
+const MAX_HEAD_BYTES = 4096;
 
 /** A chunk line split by {@linkcode splitChunkLine}. */
 export interface SplitChunkLine {
@@ -49,36 +60,58 @@ export function splitChunkLine(bytes: Uint8Array): SplitChunkLine | undefined {
   const end = bytes.length;
   if (end < MIN_FAST_BYTES) return undefined;
   if (bytes[end - 1] !== BRACE || bytes[end - 2] !== QUOTE) return undefined;
-  const open = bytes.lastIndexOf(QUOTE, end - 3);
-  const key = open - DATA_KEY.length;
-  if (key < 1) return undefined;
-  for (let i = 0; i < DATA_KEY.length; i++) {
-    if (bytes[key + i] !== DATA_KEY[i]) return undefined;
-  }
+  const open = dataQuote(bytes);
+  if (open < 0) return undefined;
   let head: string;
   let text: string;
   try {
     head = strict.decode(bytes.subarray(0, open + 1));
-    text = strict.decode(bytes.subarray(open + 1, end - 2));
+    text = loose.decode(bytes.subarray(open + 1, end - 2));
   } catch {
     return undefined;
   }
   let message: unknown;
-  let data: Uint8Array | undefined;
   try {
-    // Duplicate keys: the last wins here as in the whole line.
     message = JSON.parse(`${head}"}`);
-    data = decodePooled(text);
   } catch {
     return undefined;
   }
-  if (!data) return undefined;
   if (
     message === null || typeof message !== "object" ||
-    Array.isArray(message) || (message as { t?: unknown }).t !== "chunk"
+    Array.isArray(message) || (message as { t?: unknown }).t !== "chunk" ||
+    (message as { data?: unknown }).data !== ""
   ) return undefined;
+  const data = decodePooled(text);
+  if (!data) return undefined;
   const m = message as SplitChunkLine["message"];
   return { message: m, raw: `${head}"}`, bytes: data };
+}
+
+/**
+ * Where the value of the first `"data":` key opens (the index of its
+ * quote), looked for in the line's first {@link MAX_HEAD_BYTES}; -1 if
+ * none. Searched forward through the small envelope, not back through the
+ * data: everything after this quote up to the line's closing `"}` must then
+ * be base64, with no quote in it, or `decodePooled` refuses it. So a `data`
+ * that is not last, or a second `data` key, takes the general parse. Inside
+ * a JSON string every quote is escaped: a match after no backslash is a key
+ * (or the line is not JSON, and the envelope's parse fails).
+ */
+function dataQuote(bytes: Uint8Array): number {
+  const limit = Math.min(bytes.length - 2, MAX_HEAD_BYTES);
+  const after = DATA_KEY.length;
+  for (
+    let at = bytes.indexOf(QUOTE, 1);
+    at >= 0 && at + after < limit;
+    at = bytes.indexOf(QUOTE, at + 1)
+  ) {
+    // An escaped quote is inside a string: not a key.
+    if (bytes[at - 1] === BACKSLASH) continue;
+    let i = 1;
+    while (i < after && bytes[at + i] === DATA_KEY[i]) i++;
+    if (i === after && bytes[at + after] === QUOTE) return at + after;
+  }
+  return -1;
 }
 
 /** Decoded chunk buffers kept for reuse, and those handed out. */

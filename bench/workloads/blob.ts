@@ -89,6 +89,28 @@ export async function transfer(
   return ms;
 }
 
+/**
+ * CPU time a process has run so far, all its threads, in ms (Linux
+ * the `schedstat` of each task in `/proc/PID/task`); NaN where that is not readable. Less
+ * sensitive to other load on a shared machine than wall time.
+ */
+export async function cpuMs(pid: number): Promise<number> {
+  let ns = 0;
+  try {
+    for await (const task of Deno.readDir(`/proc/${pid}/task`)) {
+      try {
+        const text = await Deno.readTextFile(
+          `/proc/${pid}/task/${task.name}/schedstat`,
+        );
+        ns += Number(text.split(" ")[0]);
+      } catch { /* the thread ended meanwhile */ }
+    }
+  } catch {
+    return NaN;
+  }
+  return ns / 1e6;
+}
+
 async function peakOf(p: JsonProcess): Promise<number> {
   return ((await p.memory())?.hwmBytes ?? NaN) / MIB;
 }
@@ -110,6 +132,8 @@ function blobOver(transport: "tcp" | "unix"): Workload {
       ms: "ms",
       sender_peak_rss_mib: "MiB",
       receiver_peak_rss_mib: "MiB",
+      sender_cpu_ms: "ms",
+      receiver_cpu_ms: "ms",
     },
     params: (ctx) => ({ bytes: (ctx.quick ? 2 : 20) * MIB, transport }),
     async run(ctx: BenchContext) {
@@ -126,12 +150,17 @@ function blobOver(transport: "tcp" | "unix"): Workload {
           MAX_BLOB,
         ]);
         try {
+          const cpu0 = [await cpuMs(sender.pid), await cpuMs(receiver.pid)];
           const ms = await transfer(sender, receiver, path, size, sha);
           samples.push({
             mib_per_s: size / MIB / (ms / 1000),
             ms,
             sender_peak_rss_mib: await peakOf(sender),
             receiver_peak_rss_mib: await peakOf(receiver),
+            // With what follows the event (the msg's ack and its commits)
+            // while the bench re-hashes the file.
+            sender_cpu_ms: await cpuMs(sender.pid) - cpu0[0],
+            receiver_cpu_ms: await cpuMs(receiver.pid) - cpu0[1],
           });
           ctx.log(
             `  run ${run + 1}: ${samples[run].mib_per_s.toFixed(1)} MiB/s`,

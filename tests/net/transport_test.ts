@@ -21,7 +21,8 @@ function collect(t: Transport, slow?: () => Promise<void>) {
   const ended = new Promise<void>((resolve) => {
     t.start({
       async onData(chunk) {
-        chunks.push(chunk);
+        // A copy: the transport reads into the same buffer again.
+        chunks.push(chunk.slice());
         total += chunk.length;
         if (slow) await slow();
       },

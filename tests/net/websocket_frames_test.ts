@@ -58,7 +58,10 @@ Deno.test("frames split anywhere, fragmented messages, 16- and 64-bit lengths, p
     const d = new FrameDecoder("server");
     const events = [];
     for (let at = 0; at < stream.length; at += step) {
-      events.push(...d.push(stream.subarray(at, at + step)));
+      // Text bytes are views, valid until the next push: copied at once.
+      for (const e of d.push(stream.subarray(at, at + step))) {
+        events.push(e.kind === "text" ? { ...e, bytes: e.bytes.slice() } : e);
+      }
     }
     const texts = events.filter((e) => e.kind === "text").map((e) =>
       e.kind === "text" ? dec.decode(e.bytes) : ""
@@ -109,4 +112,64 @@ Deno.test("faults: binary, a newline inside, over 1 MiB from the header alone; p
     encodeFrame(OP.close, new Uint8Array([0x03, 0xe9])),
   );
   assert.deepEqual(close, [{ kind: "close", status: 1001 }]);
+});
+
+Deno.test("a newline anywhere in a message is found, masked or not, at every alignment", () => {
+  for (const side of ["server", "client"] as const) {
+    for (const size of [1, 2, 3, 4, 5, 7, 8, 9, 63, 64, 65, 300, 4099]) {
+      for (let lead = 0; lead < 4; lead++) {
+        const spots = [0, 1, 2, 3, size - 1, Math.floor(size / 2)];
+        for (const spot of spots.filter((x) => x >= 0 && x < size)) {
+          const payload = new Uint8Array(size).fill(0x41);
+          payload[spot] = 0x0a;
+          const f = encodeFrame(OP.text, payload, side === "server");
+          // `lead` bytes before the frame move its payload's alignment.
+          const d = new FrameDecoder(side);
+          const pad = encodeFrame(
+            OP.pong,
+            new Uint8Array(lead),
+            side === "server",
+          );
+          const events = d.push(new Uint8Array([...pad, ...f]));
+          const last = events[events.length - 1];
+          assert.equal(last.kind, "fault", `${side} ${size} ${lead} ${spot}`);
+        }
+        const clean = new Uint8Array(size).fill(0x0b);
+        const d = new FrameDecoder(side);
+        const pad = encodeFrame(
+          OP.pong,
+          new Uint8Array(lead),
+          side === "server",
+        );
+        const events = d.push(
+          new Uint8Array([
+            ...pad,
+            ...encodeFrame(OP.text, clean, side === "server"),
+          ]),
+        );
+        assert.equal(events.length, 1, `${side} ${size} ${lead}`);
+        assert.deepEqual(events[0].kind === "text" && events[0].bytes, clean);
+      }
+    }
+  }
+});
+
+Deno.test("text events are views until the next push; a frame split over pushes comes whole", () => {
+  const d = new FrameDecoder("client");
+  const a = enc.encode("x".repeat(3000));
+  const b = enc.encode("y".repeat(200_000));
+  const stream = new Uint8Array([
+    ...encodeFrame(OP.text, a),
+    ...encodeFrame(OP.text, b),
+  ]);
+  const first = d.push(stream.subarray(0, 5000));
+  assert.equal(first.length, 1);
+  assert.equal(
+    first[0].kind === "text" && dec.decode(first[0].bytes),
+    dec.decode(a),
+  );
+  const rest = d.push(stream.subarray(5000));
+  assert.equal(rest.length, 1);
+  assert.equal(rest[0].kind === "text" && rest[0].bytes.length, b.length);
+  assert.ok(rest[0].kind === "text" && rest[0].bytes.every((x) => x === 0x79));
 });

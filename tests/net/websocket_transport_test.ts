@@ -325,3 +325,71 @@ Deno.test("ws listeners keep TCP's connection bounds: over the per-host handshak
     await listener.done;
   }
 });
+
+Deno.test("many big lines both ways, some beside small ones, arrive byte for byte (reused frame and read buffers)", async () => {
+  /** Line `i`: a distinct pattern of `size` bytes, no newline. */
+  const lineOf = (i: number, size: number) => {
+    const line = new Uint8Array(size + 1);
+    for (let k = 0; k < size; k++) line[k] = 0x21 + ((k * 7 + i * 13) % 90);
+    line[size] = 0x0a;
+    return line;
+  };
+  const sizes = Array.from(
+    { length: 40 },
+    (_, i) => i % 5 === 4 ? 10 + i : 100_000 + i * 7919,
+  );
+  const expected = sizes.map((size, i) => lineOf(i, size));
+  const stream = (lines: Uint8Array[]) => {
+    const out = new Uint8Array(lines.reduce((n, l) => n + l.length, 0));
+    let at = 0;
+    for (const l of lines) out.set(l, (at += l.length) - l.length);
+    return out;
+  };
+  const want = stream(expected);
+  /** Collects a transport's bytes (copies: the views are reused). */
+  const collect = (t: Awaited<ReturnType<typeof dial>>) => {
+    const pieces: Uint8Array[] = [];
+    let total = 0;
+    t.start({
+      onData(c) {
+        pieces.push(c.slice());
+        total += c.length;
+      },
+      onEnd() {},
+    });
+    return {
+      pieces,
+      get total() {
+        return total;
+      },
+    };
+  };
+  let accepted: ReturnType<typeof collect> | undefined;
+  let serverSide: Awaited<ReturnType<typeof dial>> | undefined;
+  const listener = await listen("ws://127.0.0.1:0/awp", (t) => {
+    serverSide = t;
+    accepted = collect(t);
+  });
+  const client = await dial(listener.addr);
+  const fromServer = collect(client);
+  try {
+    // Not awaited one by one: the writer batches what queues up.
+    await Promise.all(expected.map((l) => client.write(l)));
+    await until(() => accepted?.total === want.length, "all lines at server");
+    assert.deepEqual(stream(accepted!.pieces), want);
+    await Promise.all(expected.map((l) => serverSide!.write(l)));
+    await until(() => fromServer.total === want.length, "all lines at client");
+    assert.deepEqual(stream(fromServer.pieces), want);
+    // Two big lines in one write are still two messages.
+    const two = stream([expected[0], expected[1]]);
+    await client.write(two);
+    const total = want.length + two.length;
+    await until(() => accepted?.total === total, "two lines in one write");
+    assert.deepEqual(stream(accepted!.pieces).subarray(want.length), two);
+  } finally {
+    client.close();
+    serverSide?.close();
+    listener.close();
+    await listener.done;
+  }
+});

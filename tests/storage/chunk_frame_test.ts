@@ -4,6 +4,7 @@ import { BlobSourceError, chunkMessage } from "../../storage/spool.ts";
 import type { OutboxEntry } from "../../storage/store.ts";
 import { parseLine } from "../../wire/parse.ts";
 import { releaseChunkBytes, splitChunkLine } from "../../wire/chunk_line.ts";
+import { readFrame } from "../../wire/read_frame.ts";
 import { encodeBase64 } from "../../wire/base64.ts";
 import { encodeLine } from "../../wire/frame.ts";
 
@@ -65,6 +66,26 @@ Deno.test("framed chunk lines are byte for byte the lines chunkMessage + encodeL
   }
 });
 
+Deno.test("chunks framed out of order (a replay) read their own bytes", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const size = 3 * CHUNK;
+    const bytes = new Uint8Array(size);
+    for (let i = 0; i < size; i++) bytes[i] = (i * 7 + (i >> 12)) & 255;
+    await Deno.writeFile(`${dir}/blob_1`, bytes);
+    const framer = new ChunkFramer();
+    for (const n of [0, 1, 0, 2, 1]) {
+      const e = entry(`${dir}/blob_1`, n, false, size);
+      const frame = await framer.frame(e);
+      assert.deepEqual(frame.bytes, encodeLine(await chunkMessage(e)), `${n}`);
+      frame.release();
+    }
+    framer.close();
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("a spooled file removed while its chunks are queued stops them", async () => {
   const dir = await Deno.makeTempDir();
   try {
@@ -100,9 +121,44 @@ Deno.test("chunk lines of other shapes take the general parse (undefined here)",
       ["not a chunk", `{"t":"msg","x":1,"data":"${data}"}`],
       ["not JSON before", `{${base},,"data":"${data}"}`],
       ["bad padding", `{${base},"data":"${data}A="}`],
+      ["a BOM before the data", `{${base},"data":"\uFEFF${data.slice(4)}"}`],
+      ["a letter outside ASCII", `{${base},"data":"${data.slice(4)}QUJé"}`],
+      ["data inside a key", `{${base},"x\\"data":"${data}"}`],
+      ["data twice", `{${base},"data":"QUJD","data":"${data}"}`],
+      ["data in a nested object", `{${base},"o":{"data":"${data}"}`],
     ]
   ) {
     assert.equal(splitChunkLine(line(text)), undefined, why);
+  }
+});
+
+Deno.test("a key that only contains data is no data: the schema says what is missing", () => {
+  const data = "QUJD".repeat(2000);
+  const read = readFrame(
+    new TextEncoder().encode(
+      `{"t":"chunk","id":"01J0000000000000000000000A","ts":"2026-01-01T00:00:00.000Z","ref":"r","n":0,"last":true,"x\\"data":"${data}"}`,
+    ),
+  );
+  assert.ok(read.ok);
+  assert.equal(read.frame.bytes, undefined);
+  assert.match(read.frame.invalid ?? "", /data/);
+});
+
+Deno.test("chunk data that is not UTF-8 takes the general parse, which rejects it", () => {
+  const enc = new TextEncoder();
+  const head = enc.encode(
+    `{"t":"chunk","id":"1","ts":"x","ref":"r","n":0,"last":true,"data":"`,
+  );
+  const data = enc.encode("QUJD".repeat(2000));
+  // A lone continuation byte, then a truncated two-byte sequence.
+  for (const bad of [[0x80], [0xc3]]) {
+    const body = data.slice();
+    body.set([...bad, 0x41, 0x41, 0x41].slice(0, 4), 100);
+    const line = new Uint8Array([...head, ...body, 0x22, 0x7d]);
+    assert.equal(splitChunkLine(line), undefined, `byte ${bad}`);
+    const read = readFrame(line);
+    assert.ok(!read.ok, `byte ${bad}`);
+    assert.match(read.detail, /UTF-8/);
   }
 });
 

@@ -27,7 +27,9 @@ function join(lines: Uint8Array[]): Uint8Array {
 
 /**
  * Pushes `stream` cut at random points, through one reused buffer so that
- * the reader must copy what it keeps. Checks `buffered` stays bounded.
+ * the reader must copy what it keeps. Checks `buffered` stays bounded. A
+ * reader made with `views` hands lines valid until the next push: they are
+ * copied at once.
  */
 function feed(
   reader: LineReader,
@@ -35,6 +37,7 @@ function feed(
   rand: () => number,
   max: number,
   limit: number,
+  views = false,
 ): LineEvent[] {
   const events: LineEvent[] = [];
   const scratch = new Uint8Array(max);
@@ -42,7 +45,11 @@ function feed(
   while (pos < stream.length) {
     const n = Math.min(stream.length - pos, 1 + Math.floor(rand() * max));
     scratch.set(stream.subarray(pos, pos + n));
-    events.push(...reader.push(scratch.subarray(0, n)));
+    for (const e of reader.push(scratch.subarray(0, n))) {
+      events.push(
+        views && e.kind === "line" ? { ...e, bytes: e.bytes.slice() } : e,
+      );
+    }
     scratch.fill(0x41); // clobber: kept bytes must be copies
     assert.ok(
       reader.buffered <= limit,
@@ -237,4 +244,47 @@ Deno.test("line reader: lines over a real TCP socket on 127.0.0.1", async () => 
     simplify(events, MAX_LINE_BYTES),
     model(lines, MAX_LINE_BYTES),
   );
+});
+
+Deno.test("line reader with views: random lines cut at random points come out whole", () => {
+  for (let seed = 1; seed <= 60; seed++) {
+    const rand = prng(seed);
+    const limit = seed % 3 === 0 ? 2000 : MAX_LINE_BYTES;
+    const lines = Array.from(
+      { length: 80 },
+      () => randomLine(rand, rand() < 0.2 ? 5000 : 80),
+    );
+    const reader = new LineReader({ maxLineBytes: limit, views: true });
+    const events = feed(
+      reader,
+      join(lines),
+      rand,
+      [7, 3000, 20_000][seed % 3],
+      limit,
+      true,
+    );
+    assert.deepEqual(
+      simplify(events, limit),
+      model(lines, limit),
+      `seed ${seed}`,
+    );
+    assert.equal(reader.buffered, 0);
+  }
+});
+
+Deno.test("line reader with views: a line whole in its chunk is a view, a split one is gathered", () => {
+  const enc = new TextEncoder();
+  const reader = new LineReader({ views: true });
+  const chunk = enc.encode('{"a":1}\n{"b"');
+  const first = reader.push(chunk);
+  assert.equal(first.length, 1);
+  const line = first[0].kind === "line" ? first[0].bytes : undefined;
+  assert.equal(line?.buffer, chunk.buffer); // not copied
+  assert.equal(reader.buffered, 4);
+  chunk.fill(0); // the caller reuses its buffer: the partial line was kept
+  const next = reader.push(enc.encode(':2}\n{"c":3}\n'));
+  assert.deepEqual(next, [
+    { kind: "line", bytes: enc.encode('{"b":2}') },
+    { kind: "line", bytes: enc.encode('{"c":3}') },
+  ]);
 });
