@@ -64,9 +64,9 @@ export class OutboxWriter {
    * Exact ids, not "the highest per thread": an entry written after a later
    * one of its thread must still go out, or the remote's seen would pass it.
    */
-  #written = new Set<string>();
+  #written: Set<string> | undefined; // made on first write (idle: never)
   /** Entries handed to the output chain and not written yet, per thread. */
-  #queuedThreads = new Map<string, number>();
+  #queuedThreads: Map<string, number> | undefined; // made on first hold
   /** Grants and introductions among them (never overtaken). */
   #queuedBarriers = 0;
   /**
@@ -109,13 +109,14 @@ export class OutboxWriter {
    * grants and introductions are never overtaken (a later ack drops them).
    */
   #mayOvertake(entries: OutboxEntry[]): boolean {
-    if (this.#queuedThreads.size === 0 || this.#queuedBarriers > 0) {
+    const queued = this.#queuedThreads;
+    if (!queued || queued.size === 0 || this.#queuedBarriers > 0) {
       return false;
     }
     if (this.#listing) return false;
     return entries.every((e) =>
       (e.t === "msg" || e.t === "state") && e.th !== undefined &&
-      !this.#queuedThreads.has(e.th)
+      !queued.has(e.th)
     );
   }
 
@@ -124,7 +125,8 @@ export class OutboxWriter {
     for (const e of entries) {
       if (BARRIERS.has(e.t)) this.#queuedBarriers++;
       const th = e.th ?? "";
-      this.#queuedThreads.set(th, (this.#queuedThreads.get(th) ?? 0) + 1);
+      const queued = this.#queuedThreads ??= new Map();
+      queued.set(th, (queued.get(th) ?? 0) + 1);
     }
   }
 
@@ -132,9 +134,11 @@ export class OutboxWriter {
   #release(e: OutboxEntry): void {
     if (BARRIERS.has(e.t)) this.#queuedBarriers--;
     const th = e.th ?? "";
-    const n = (this.#queuedThreads.get(th) ?? 1) - 1;
-    if (n > 0) this.#queuedThreads.set(th, n);
-    else this.#queuedThreads.delete(th);
+    const queued = this.#queuedThreads;
+    if (!queued) return;
+    const n = (queued.get(th) ?? 1) - 1;
+    if (n > 0) queued.set(th, n);
+    else queued.delete(th);
   }
 
   /**
@@ -174,7 +178,7 @@ export class OutboxWriter {
       try {
         await this.#host.writeRoom();
         if (this.#host.stopped()) return;
-        if (this.#written.has(entry.id)) continue;
+        if (this.#written?.has(entry.id)) continue;
         if (entry.chunk) {
           let frame: ChunkFrame;
           try {
@@ -184,7 +188,7 @@ export class OutboxWriter {
             this.#host.note(`chunk ${entry.id} not sent: ${errorText(error)}`);
             continue;
           }
-          if (this.#written.has(entry.id) || this.#host.stopped()) {
+          if (this.#written?.has(entry.id) || this.#host.stopped()) {
             frame.release();
           } else {
             this.#noteWritten(entry.id);
@@ -200,17 +204,18 @@ export class OutboxWriter {
 
   /** Writes an entry's line unless already written on this connection. */
   #writeLine(entry: OutboxEntry, line: WireLine): void {
-    if (this.#written.has(entry.id)) return;
+    if (this.#written?.has(entry.id)) return;
     this.#noteWritten(entry.id);
     this.#host.writeLine(line);
     this.#host.sent(entry);
   }
 
   #noteWritten(id: string): void {
-    this.#written.add(id);
-    if (this.#written.size > WRITTEN_IDS_KEPT) {
+    const written = this.#written ??= new Set();
+    written.add(id);
+    if (written.size > WRITTEN_IDS_KEPT) {
       // Forgetting one costs at most a duplicate, which the remote acks.
-      this.#written.delete(this.#written.values().next().value!);
+      written.delete(written.values().next().value!);
     }
   }
 }
