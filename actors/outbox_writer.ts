@@ -106,9 +106,9 @@ export class OutboxWriter {
    * Exact ids, not "the highest per thread": an entry written after a later
    * one of its thread must still go out, or the remote's seen would pass it.
    */
-  #written = new Set<string>();
+  #written: Set<string> | undefined; // made on first write (idle: never)
   /** Entries handed to the output chain and not written yet, per thread. */
-  #queuedThreads = new Map<string, number>();
+  #queuedThreads: Map<string, number> | undefined; // made on first hold
   /** Grants and introductions among them (never overtaken). */
   #queuedBarriers = 0;
   /**
@@ -123,7 +123,7 @@ export class OutboxWriter {
   #unwrittenBytes = 0;
   /** When the transport last finished writing a line. */
   #lastWritten = performance.now();
-  #writeWaiters: Array<() => void> = [];
+  #writeWaiters: Array<() => void> | undefined; // made on first wait
 
   /**
    * A writer to `transport` for the connection `host`; `maxUnsentBytes`
@@ -193,7 +193,8 @@ export class OutboxWriter {
       written?.();
       this.#lastWritten = performance.now();
       this.#unwrittenBytes -= held;
-      for (const wake of this.#writeWaiters.splice(0)) wake();
+      const waiting = this.#writeWaiters;
+      if (waiting?.length) { for (const wake of waiting.splice(0)) wake(); }
     });
     this.#checkUnsent();
     return size;
@@ -219,7 +220,7 @@ export class OutboxWriter {
    */
   async #writeRoom(): Promise<void> {
     while (this.#full()) {
-      await new Promise<void>((wake) => this.#writeWaiters.push(wake));
+      await new Promise<void>((wake) => (this.#writeWaiters ??= []).push(wake));
     }
   }
 
@@ -253,13 +254,14 @@ export class OutboxWriter {
    */
   #mayOvertake(entries: OutboxEntry[]): boolean {
     if (this.#listing || this.#queuedBarriers > 0) return false;
+    const queued = this.#queuedThreads;
     // Nothing queued: the window still paces them (a burst of our own).
-    if (this.#queuedThreads.size === 0) {
+    if (!queued || queued.size === 0) {
       return !this.#full() && entries.every((e) => !e.chunk);
     }
     return entries.every((e) =>
       (e.t === "msg" || e.t === "state") && e.th !== undefined &&
-      !this.#queuedThreads.has(e.th)
+      !queued.has(e.th)
     );
   }
 
@@ -268,7 +270,8 @@ export class OutboxWriter {
     for (const e of entries) {
       if (BARRIERS.has(e.t)) this.#queuedBarriers++;
       const th = e.th ?? "";
-      this.#queuedThreads.set(th, (this.#queuedThreads.get(th) ?? 0) + 1);
+      const queued = this.#queuedThreads ??= new Map();
+      queued.set(th, (queued.get(th) ?? 0) + 1);
     }
   }
 
@@ -276,9 +279,11 @@ export class OutboxWriter {
   #release(e: OutboxEntry): void {
     if (BARRIERS.has(e.t)) this.#queuedBarriers--;
     const th = e.th ?? "";
-    const n = (this.#queuedThreads.get(th) ?? 1) - 1;
-    if (n > 0) this.#queuedThreads.set(th, n);
-    else this.#queuedThreads.delete(th);
+    const queued = this.#queuedThreads;
+    if (!queued) return;
+    const n = (queued.get(th) ?? 1) - 1;
+    if (n > 0) queued.set(th, n);
+    else queued.delete(th);
   }
 
   /**
@@ -320,7 +325,7 @@ export class OutboxWriter {
         // turn, and so in one socket write.
         if (this.#full()) await this.#writeRoom();
         if (this.#host.stopped()) return;
-        if (this.#written.has(entry.id)) continue;
+        if (this.#written?.has(entry.id)) continue;
         if (entry.chunk) {
           let frame: ChunkFrame;
           try {
@@ -330,7 +335,7 @@ export class OutboxWriter {
             this.#host.note(`chunk ${entry.id} not sent: ${errorText(error)}`);
             continue;
           }
-          if (this.#written.has(entry.id) || this.#host.stopped()) {
+          if (this.#written?.has(entry.id) || this.#host.stopped()) {
             frame.release();
           } else {
             this.#noteWritten(entry.id);
@@ -352,17 +357,18 @@ export class OutboxWriter {
 
   /** Writes an entry's line unless already written on this connection. */
   #writeLine(entry: OutboxEntry, line: WireLine): void {
-    if (this.#written.has(entry.id)) return;
+    if (this.#written?.has(entry.id)) return;
     this.#noteWritten(entry.id);
     this.writeLine(line, true);
     this.#host.sent(entry);
   }
 
   #noteWritten(id: string): void {
-    this.#written.add(id);
-    if (this.#written.size > WRITTEN_IDS_KEPT) {
+    const written = this.#written ??= new Set();
+    written.add(id);
+    if (written.size > WRITTEN_IDS_KEPT) {
       // Forgetting one costs at most a duplicate, which the remote acks.
-      this.#written.delete(this.#written.values().next().value!);
+      written.delete(written.values().next().value!);
     }
   }
 }

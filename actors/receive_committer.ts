@@ -127,7 +127,7 @@ export class ReceiveCommitter {
   /** A chunk's writes asked reading to wait for this. */
   #hold: Promise<void> | undefined;
   /** Threads of the lines in `beforeCommit` now (see #overtaking). */
-  #syncing = new Set<string>();
+  #syncing: Set<string> | undefined; // made on first sync (idle: never)
   /** In {@link inFlight} until everything staged is committed. */
   #tracked = false;
 
@@ -212,7 +212,7 @@ export class ReceiveCommitter {
    * queued, or lines in `batch` that need `beforeCommit` waits its turn.
    */
   #overtaking(batch: Pending[]): Pending[] {
-    if (this.#syncing.size === 0 || this.#failed) return [];
+    if (!this.#syncing || this.#syncing.size === 0 || this.#failed) return [];
     const waiting = new Set(this.#syncing);
     for (const l of this.#uncommitted) waiting.add(l.th ?? "");
     for (const l of batch) if (l.held) waiting.add(l.th ?? "");
@@ -322,10 +322,11 @@ export class ReceiveCommitter {
       try {
         if (early.length > 0) this.#handOver(early);
         if (late.length > 0) {
-          for (const l of late) this.#syncing.add(l.th ?? "");
+          const syncing = this.#syncing ??= new Set();
+          for (const l of late) syncing.add(l.th ?? "");
           const also = await Promise.resolve(
             this.#host.beforeCommit(late.map((l) => l.received)),
-          ).finally(() => this.#syncing.clear());
+          ).finally(() => syncing.clear());
           if (this.#failed) throw new Error("an earlier commit failed");
           this.#handOver(late, also ?? undefined);
         }

@@ -39,6 +39,7 @@ import { PeerNames } from "./peer_names.ts";
 import { PeerOps } from "./peer_ops.ts";
 import { Sender } from "./sender.ts";
 import { errorText } from "../wire/error_text.ts";
+import { lazyImport } from "../peer/lazy_import.ts";
 
 /** How the daemon starts. */
 export interface DaemonOptions {
@@ -509,7 +510,9 @@ class Daemon {
       throw usage(`bad --web address "${where}": use HOST:PORT`);
     }
     // Loaded only when asked for: the page is a large embedded bundle.
-    const { serveDashboard } = await import("../web/serve_dashboard.ts");
+    const { serveDashboard } = await lazyImport<
+      typeof import("../web/serve_dashboard.ts")
+    >("web/serve_dashboard.ts");
     const source = {
       peer: this.#peer,
       self: () => ({
@@ -702,7 +705,9 @@ class Daemon {
     a: Record<string, unknown>,
     emit: (item: unknown) => Promise<void>,
   ): Promise<unknown> {
-    const { samvadOp } = await import("../samvad/daemon_op.ts");
+    const { samvadOp } = await lazyImport<
+      typeof import("../samvad/daemon_op.ts")
+    >("samvad/daemon_op.ts");
     return await samvadOp(this.#peer, a, emit, (line) => this.#log(line));
   }
 

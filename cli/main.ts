@@ -20,6 +20,7 @@ import { resolveHome } from "./home.ts";
 import { Output } from "./output.ts";
 import { kvAvailable, reexecWithKv } from "./self_command.ts";
 import { errorText } from "../wire/error_text.ts";
+import { lazyImport } from "../peer/lazy_import.ts";
 
 /**
  * The package version and protocol, as `version` prints them.
@@ -110,7 +111,9 @@ async function daemonCommand(argv: string[], out: Output): Promise<number> {
     return 1;
   }
   // Loaded here, not at the top: `awp status` must not load the runtime.
-  const { runDaemon } = await import("./daemon.ts");
+  const { runDaemon } = await lazyImport<typeof import("./daemon.ts")>(
+    "cli/daemon.ts",
+  );
   return await runDaemon({
     home: resolveHome(args.string("home")),
     name: v.name,
@@ -140,6 +143,14 @@ async function daemonCommand(argv: string[], out: Output): Promise<number> {
   });
 }
 
+/** A command whose module (`path`, see `lazyImport`) loads when it runs. */
+function onDemand<M>(
+  path: string,
+  entry: (m: M) => (rest: string[]) => Promise<number>,
+): (rest: string[]) => Promise<number> {
+  return async (rest) => await entry(await lazyImport<M>(path))(rest);
+}
+
 /**
  * Commands that parse their own flags (they get `--home` passed on too),
  * each loaded on demand: the MCP SDK and zod, for one, stay out of the
@@ -150,13 +161,23 @@ const OWN_PARSERS: Record<
   (rest: string[], out: Output) => Promise<number>
 > = {
   daemon: daemonCommand,
-  conform: async (rest) =>
-    await (await import("../conform/cli.ts")).conformMain(rest),
-  driver: async (rest) => await (await import("./driver.ts")).driverMain(rest),
-  mcp: async (rest) => await (await import("./mcp_server.ts")).mcpMain(rest),
-  hook: async (rest) => await (await import("./hook.ts")).hookMain(rest),
-  bootstrap: async (rest) =>
-    await (await import("./bootstrap.ts")).bootstrapMain(rest),
+  conform: onDemand<typeof import("../conform/cli.ts")>(
+    "conform/cli.ts",
+    (m) => m.conformMain,
+  ),
+  driver: onDemand<typeof import("./driver.ts")>(
+    "cli/driver.ts",
+    (m) => m.driverMain,
+  ),
+  mcp: onDemand<typeof import("./mcp_server.ts")>(
+    "cli/mcp_server.ts",
+    (m) => m.mcpMain,
+  ),
+  hook: onDemand<typeof import("./hook.ts")>("cli/hook.ts", (m) => m.hookMain),
+  bootstrap: onDemand<typeof import("./bootstrap.ts")>(
+    "cli/bootstrap.ts",
+    (m) => m.bootstrapMain,
+  ),
 };
 
 /** Flags every command takes, so they may come before the command too. */

@@ -56,6 +56,10 @@ export function raiseFdLimit(): FdLimit | undefined {
   const resource = RLIMIT_NOFILE[os];
   const libc = LIBC[os];
   if (resource === undefined || libc === undefined) return fromProc();
+  // Already at the hard limit (Deno 2 raises it at start on Linux): no FFI,
+  // whose first use costs a process ~4 MiB of RSS.
+  const now = fromProc();
+  if (now !== undefined && now.soft >= now.hard) return now;
   let lib:
     | Deno.DynamicLibrary<{
       getrlimit: { parameters: ["i32", "buffer"]; result: "i32" };

@@ -50,6 +50,7 @@ export type {
   SendOptions,
   Sent,
 } from "./peer_sender.ts";
+import { lazyImport } from "./lazy_import.ts";
 
 /** Options of {@link Peer.connect}. */
 export interface ConnectOptions {
@@ -691,9 +692,9 @@ export class Peer {
    */
   samvad(options: SamvadOptions = {}): Promise<SamvadAgent> {
     this.#open("samvad");
-    this.#samvad ??= import("../samvad/samvad_agent.ts").then((m) =>
-      new m.SamvadAgent(this, this.#p.signer, options)
-    );
+    this.#samvad ??= lazyImport<typeof import("../samvad/samvad_agent.ts")>(
+      "samvad/samvad_agent.ts",
+    ).then((m) => new m.SamvadAgent(this, this.#p.signer, options));
     return this.#samvad;
   }
 

@@ -9,7 +9,6 @@
  * @module
  */
 
-import * as ed from "npm:@noble/ed25519@^3.2.0";
 import { decodeBase64, encodeBase64Url } from "./base64.ts";
 import { formatKey, KEY_BYTES, parseKey } from "./key_text.ts";
 
@@ -37,6 +36,17 @@ const PKCS8_PREFIX = new Uint8Array([
   0x20,
 ]);
 const ED25519 = { name: "Ed25519" } as const;
+
+type Noble = typeof import("npm:@noble/ed25519@^3.2.0");
+let noble: Promise<Noble> | undefined;
+
+/**
+ * `@noble/ed25519`, loaded on first use: only runtimes without WebCrypto
+ * Ed25519 need it, and importing it costs every process ~1 MiB of RSS.
+ */
+function fallback(): Promise<Noble> {
+  return noble ??= import("npm:@noble/ed25519@^3.2.0");
+}
 
 /**
  * A fresh random nonce, unpadded base64url of `bytes` bytes (default 32).
@@ -147,7 +157,11 @@ export class Signer {
       );
       return new Signer(copy, publicKey, key);
     }
-    return new Signer(copy, await ed.getPublicKeyAsync(copy), undefined);
+    return new Signer(
+      copy,
+      await (await fallback()).getPublicKeyAsync(copy),
+      undefined,
+    );
   }
 
   /** Builds a signer from a fresh random seed. */
@@ -162,7 +176,7 @@ export class Signer {
         await crypto.subtle.sign(ED25519, this.#private, own(data)),
       );
     }
-    return await ed.signAsync(data, this.seed);
+    return await (await fallback()).signAsync(data, this.seed);
   }
 }
 
@@ -223,7 +237,9 @@ export async function verify(
         own(data),
       );
     }
-    return await ed.verifyAsync(signature, data, publicKey, { zip215: false });
+    return await (await fallback()).verifyAsync(signature, data, publicKey, {
+      zip215: false,
+    });
   } catch {
     return false;
   }

@@ -64,8 +64,6 @@ export function wrapValidateFunction(fn: ValidateFunction): Validator {
 }
 
 interface Compiled {
-  /** The whole schema: the root `$ref` to `Message`. */
-  whole: Validator;
   /** Envelope only, for lines of a type this schema does not know. */
   envelope: Validator;
   /** One validator per known type, so dispatch costs one Map lookup. */
@@ -86,7 +84,6 @@ function compile(): Compiled {
     if (!byType.has(t)) throw new Error(`validate: schema lacks type ${t}`);
   }
   compiled = {
-    whole: wrapValidateFunction(compiledSchema.whole),
     envelope: wrapValidateFunction(compiledSchema.envelope),
     byType,
   };
@@ -100,6 +97,9 @@ function compile(): Compiled {
  * peer does not know is valid when its envelope is (t, id, ts), because
  * SPEC section 5 says such lines are ignored after reading the envelope;
  * the schema file itself, like the published one, admits only known types.
+ * A line that is no object, or has no string `t`, gets the error the whole
+ * schema's validator would give (its code is not compiled in: see
+ * `wire/validator_source.ts`).
  *
  * @example
  * ```ts
@@ -117,6 +117,14 @@ export function validateMessage(value: unknown): ValidationResult {
     if (typeof t === "string") {
       return (c.byType.get(t) ?? c.envelope)(value);
     }
+    return {
+      ok: false,
+      errors: [
+        t === undefined
+          ? "line must have required property 't'"
+          : "/t must be string",
+      ],
+    };
   }
-  return c.whole(value);
+  return { ok: false, errors: ["line must be object"] };
 }

@@ -2,7 +2,6 @@
 import type { ValidateFunction } from "npm:ajv@^8.20.0";
 /** The message types that have their own validator. */
 export declare const TYPES: string[];
-export declare const whole: ValidateFunction;
 export declare const envelope: ValidateFunction;
 export declare const type_hello: ValidateFunction;
 export declare const type_auth: ValidateFunction;

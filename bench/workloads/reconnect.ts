@@ -2,7 +2,10 @@
  * Workload: connect and reconnect. A driver in `connect` mode dials a
  * listening driver: timed from its `identity` event to its `connected`
  * event, and from its spawn (what start-up work done before `identity`
- * costs shows there); its idle RSS is read once connected. Then the listener is killed
+ * costs shows there); its idle RSS is read once connected, and the
+ * listener's 1 s after it started listening, before anything connects
+ * (`idle_alone_rss_mib`: what a user's idle peer costs). Then the listener
+ * is killed
  * (SIGKILL) and restarted on the same state and address, `restarts`
  * times: each timed from the new listener's `listening` event, and from
  * its spawn, until the dialer reports `connected` again. The listener is
@@ -35,6 +38,7 @@ export const reconnectWorkload: Workload = {
     reconnect_max_ms: "ms",
     restart_to_connected_ms: "ms",
     idle_rss_mib: "MiB",
+    idle_alone_rss_mib: "MiB",
   },
   params: (ctx) => ({ restarts: ctx.quick ? 2 : DOWN_MS.length }),
   async run(ctx) {
@@ -46,6 +50,9 @@ export const reconnectWorkload: Workload = {
         state: lState,
       });
       const addr = l.addr;
+      // Nothing connected yet: let start-up garbage settle, then read it.
+      await new Promise((r) => setTimeout(r, 1_000));
+      const aloneRss = (await l.proc.memory())?.rssBytes ?? NaN;
       const dialerSpawned = performance.now();
       const dialer = ctx.spawnPeer(
         "dialer",
@@ -88,11 +95,14 @@ export const reconnectWorkload: Workload = {
           reconnect_max_ms: Math.max(...fromListening),
           restart_to_connected_ms: median(fromSpawn),
           idle_rss_mib: idleRss / 2 ** 20,
+          idle_alone_rss_mib: aloneRss / 2 ** 20,
         });
         ctx.log(
           `  run ${run + 1}: connect ${connectMs.toFixed(1)} ms, reconnect ${
             fromListening.map((t) => t.toFixed(0)).join(" ")
-          } ms, idle RSS ${(idleRss / 2 ** 20).toFixed(1)} MiB`,
+          } ms, idle RSS ${(idleRss / 2 ** 20).toFixed(1)} MiB (alone ${
+            (aloneRss / 2 ** 20).toFixed(1)
+          })`,
         );
       } finally {
         await ctx.stop(dialer);

@@ -80,3 +80,35 @@ Deno.test("our date-time and length checks agree with ajv-formats and ajv", () =
     );
   }
 });
+
+Deno.test("lines with no object or no string t get the whole schema's errors", async () => {
+  // The root Message is not compiled in (its code repeats every type's):
+  // validateMessage answers these lines itself, as ajv would.
+  const { validateMessage } = await import("../../wire/validate.ts");
+  const schema = JSON.parse(
+    await Deno.readTextFile(
+      new URL("../../schema/awp.schema.json", import.meta.url),
+    ),
+  );
+  const whole = createValidator(schema);
+  const lines: unknown[] = [
+    null,
+    0,
+    "ping",
+    true,
+    [],
+    [{ t: "ping" }],
+    {},
+    { id: "1", ts: "2026-01-01T00:00:00Z" },
+    { t: 5 },
+    { t: null },
+    { t: true, id: 3 },
+    { t: ["ping"] },
+    { t: { t: "ping" } },
+  ];
+  for (const line of lines) {
+    const theirs = whole(line);
+    assert.equal(theirs.ok, false, JSON.stringify(line));
+    assert.deepEqual(validateMessage(line), theirs, JSON.stringify(line));
+  }
+});
