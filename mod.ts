@@ -42,7 +42,13 @@ export type {
   ThreadPatch,
   ThreadRecord,
 } from "./storage/store.ts";
-export type { BlobRecord, OutboxDraft, OutboxEntry } from "./storage/store.ts";
+export type {
+  BlobRecord,
+  OutboxDraft,
+  OutboxEntry,
+  OutboxRecords,
+  Queued,
+} from "./storage/store.ts";
 export type {
   ChunkSource,
   IncomingLine,

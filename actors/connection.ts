@@ -31,6 +31,7 @@ import {
   type AuthVerdict,
   type ConnectionHost,
   connectionMachine,
+  DEFAULT_TIMEOUTS,
   type SendErrParams,
   stateName,
 } from "./connection_machine.ts";
@@ -44,10 +45,10 @@ import type {
 } from "./peer_config.ts";
 import type { OutboxEntry } from "../storage/store.ts";
 import {
+  DEFAULT_MAX_UNSENT_BYTES,
   OutboxWriter,
   type OutboxWriterHost,
   type WireLine,
-  WRITE_AHEAD_BYTES,
 } from "./outbox_writer.ts";
 import {
   ACKED,
@@ -73,20 +74,7 @@ import type {
   Resume,
 } from "../wire/types.ts";
 
-/**
- * Default bound on the bytes queued for a connection's socket and not yet
- * written, each line counted as at least 1 KiB (a remote that never
- * reads): past it, once nothing could be written for 1 s (or at once past
- * four times it), the connection is closed; outbox lines stay in the
- * outbox for the next connection.
- */
-export const DEFAULT_MAX_UNSENT_BYTES = 8 * 1024 * 1024;
-/** Over the unsent bound, how long no write may finish before we close. */
-const UNSENT_STALL_MS = 1_000;
-/** Each queued line counts at least this much against the unsent bound. */
-const MIN_LINE_COST = 1024;
-
-type Logged = { raw: string; line: WireLine };
+export { DEFAULT_MAX_UNSENT_BYTES };
 export type { ConnectionTimeouts } from "./connection_machine.ts";
 export type { RemoteHello };
 
@@ -197,9 +185,16 @@ export class Connection {
   #seen: Promise<Record<string, string>> | undefined;
   /** The received lines' mark when {@link #seen} was read. */
   #seenMark: number | undefined;
-  /** Outbox entries to the socket, in order, each once. */
+  /** Every line to the socket; outbox entries in order, each once. */
   #outbox: OutboxWriter;
   #lastPing: { id: string; at: number } | undefined;
+  /**
+   * When the chart last heard RECEIVED, and how often it needs to: a tenth
+   * of the ping interval, at most 1 s (the chart pings that much early at
+   * worst; while it waits for a pong, every read is past it). Off: never.
+   */
+  #alive = -Infinity;
+  #aliveEvery: number;
   #rtt: number | undefined;
   /** Ordered asynchronous output: auth, resume, replay, entries. */
   #out = new SerialQueue();
@@ -211,11 +206,6 @@ export class Connection {
   #sessionRoutes: ReadonlyMap<string, SessionRoute> | undefined;
   /** Reading waits while the chart verifies their auth. */
   #paused: ReturnType<typeof deferred<void>> | undefined;
-  /** Bytes handed to the transport and not yet written. */
-  #unwrittenBytes = 0;
-  /** When the transport last finished writing a line. */
-  #lastWritten = performance.now();
-  #writeWaiters: Array<() => void> = [];
   #establishedD = deferred<RemoteHello>();
   #closedD = deferred<string>();
 
@@ -224,15 +214,22 @@ export class Connection {
     this.#o = options;
     this.#t = options.transport;
     this.dialed = options.dialed;
+    const ping = pingTimeouts(options)?.pingInterval ??
+      DEFAULT_TIMEOUTS.pingInterval;
+    this.#aliveEvery = ping > 0 ? Math.min(1_000, ping / 10) : Infinity;
     this.established = this.#establishedD.promise;
     this.closed = this.#closedD.promise;
     // Handled here so an unobserved failed handshake is not an unhandled rejection.
     this.established.catch(() => {});
     // One machine shared by every connection; its actions call this host.
     const host = this.#host = new Connection.#Host(this);
+    this.#outbox = new OutboxWriter(
+      options.transport,
+      host,
+      options.maxUnsentBytes,
+    );
     // The committer writes its acks through the connection's output.
-    this.#committer = new ReceiveCommitter(options.store, host, host);
-    this.#outbox = new OutboxWriter(host);
+    this.#committer = new ReceiveCommitter(options.store, host, this.#outbox);
     this.actor = createActor(connectionMachine, {
       input: { timeouts: pingTimeouts(options), key: options.signer.key, host },
       inspect: options.inspect,
@@ -323,17 +320,21 @@ export class Connection {
     fail(detail: string) {
       this.#c.#fail("internal", detail);
     }
-    writeRoom() {
-      return this.#c.#writeRoom();
+    open() {
+      const c = this.#c;
+      return c.#opened && !c.#done && !c.#byeSent;
     }
     stopped() {
       return this.#c.#done || this.#c.#byeSent;
     }
-    writeFrame(f: Parameters<OutboxWriterHost["writeFrame"]>[0]) {
-      this.#c.#queue(f.bytes, f, f.release);
+    chain(task: () => Promise<void>) {
+      this.#c.#chain(task);
     }
-    writeLine(line: WireLine) {
-      this.#c.#send(line);
+    wrote(raw: string, line: WireLine, logged: boolean) {
+      this.#c.#o.onLine?.(this.#c.remote?.key, "out", raw, line, logged);
+    }
+    end(reason: string) {
+      this.#c.#event({ type: "END", reason });
     }
     sent(entry: OutboxEntry) {
       this.#c.#o.onSent?.(this.#c.#peer!.key, entry);
@@ -412,12 +413,14 @@ export class Connection {
     return this.#rtt;
   }
 
-  /** Sends outboxed entries (committed, with ids) now if open; else they go on resume. */
+  /** Where outbox entries go out ({@link OutboxWriter.send}). */
+  get writer(): OutboxWriter {
+    return this.#outbox;
+  }
+
+  /** Sends outboxed entries (with ids) now if open; else they go on resume. */
   sendEntries(entries: OutboxEntry[]): void {
-    if (!this.#opened || this.#done || this.#byeSent) return;
-    if (this.#outbox.tryWriteNow(entries)) return;
-    this.#outbox.hold(entries);
-    this.#chain(() => this.#outbox.write(entries));
+    this.#outbox.send(entries);
   }
 
   /** Sends a non-outboxed line (err, presence, grant...) if open; `id` and `ts` are filled in when absent. */
@@ -465,72 +468,7 @@ export class Connection {
 
   /** Queues one line; returns the bytes queued (0 when nothing was sent). */
   #send(message: WireLine): number {
-    if (this.#done || this.#byeSent || this.#t.closed) return 0;
-    let frame: Uint8Array;
-    try {
-      frame = encodeLine(message);
-    } catch (error) {
-      // Our own line too large or not JSON: a bug upstream, not the peer's.
-      this.#o.onLine?.(
-        this.remote?.key,
-        "out",
-        `{"t":"${message.t}"} not sent: ${errorText(error)}`,
-      );
-      return 0;
-    }
-    const raw = decoder.decode(frame.subarray(0, frame.length - 1));
-    return this.#queue(frame, { raw, line: message });
-  }
-
-  /** Queues an encoded line; `written` runs once the socket is done with it. */
-  #queue(frame: Uint8Array, out: Logged, written?: () => void): number {
-    this.#o.onLine?.(this.remote?.key, "out", out.raw, out.line);
-    const size = frame.length;
-    // A queued line costs about 1 KiB of bookkeeping whatever its size, so
-    // small ones count as that much, against the window and the bound.
-    const held = Math.max(size, MIN_LINE_COST);
-    this.#unwrittenBytes += held;
-    this.#t.write(frame).catch((error) => {
-      this.#event({ type: "END", reason: `write failed: ${errorText(error)}` });
-    }).finally(() => {
-      written?.();
-      this.#lastWritten = performance.now();
-      this.#unwrittenBytes -= held;
-      for (const wake of this.#writeWaiters.splice(0)) wake();
-    });
-    this.#checkUnsent();
-    return size;
-  }
-
-  /**
-   * A remote that does not read must not make us hold its bytes forever:
-   * over the bound while nothing could be written for a while (a burst of
-   * our own to a remote that reads is let through), or over four times it.
-   */
-  #checkUnsent(): void {
-    const max = this.#o.maxUnsentBytes ?? DEFAULT_MAX_UNSENT_BYTES;
-    if (this.#unwrittenBytes <= max) return;
-    const stalled = performance.now() - this.#lastWritten > UNSENT_STALL_MS;
-    if (!stalled && this.#unwrittenBytes <= 4 * max) return;
-    this.#t.close(); // what is queued is dropped; the outbox keeps its lines
-    this.#event({
-      type: "END",
-      reason: `the peer is not reading: over ${max} bytes unsent`,
-    });
-  }
-
-  /**
-   * Resolves once the bytes queued on the socket are under the window
-   * (kept under half the unsent bound, so outbox lines never trip it).
-   */
-  async #writeRoom(): Promise<void> {
-    const window = Math.min(
-      WRITE_AHEAD_BYTES,
-      (this.#o.maxUnsentBytes ?? DEFAULT_MAX_UNSENT_BYTES) / 2,
-    );
-    while (this.#unwrittenBytes >= window && !this.#t.closed) {
-      await new Promise<void>((wake) => this.#writeWaiters.push(wake));
-    }
+    return this.#outbox.writeLine(message);
   }
 
   #sendHello(): void {
@@ -654,8 +592,6 @@ export class Connection {
     if (this.#done) return;
     const events = this.#reader.push(chunk);
     if (events.length === 0) return;
-    // Only liveness (open) listens: a handshake line is not worth a macrostep.
-    if (this.#opened) this.#event({ type: "RECEIVED" });
     try {
       for (const ev of events) {
         if (this.#done || this.actor.getSnapshot().status !== "active") break;
@@ -701,6 +637,14 @@ export class Connection {
         if (this.#paused) await this.#paused.promise;
       }
       void this.#committer.commit();
+      // Liveness (only while open: a handshake line is not worth a
+      // macrostep) after the lines' commit has started: not in their way;
+      // and once per #aliveEvery (a read just after one changes nothing).
+      const now = performance.now();
+      if (this.#opened && now - this.#alive >= this.#aliveEvery) {
+        this.#alive = now;
+        queueMicrotask(() => this.#event({ type: "RECEIVED" }));
+      }
       // Reading goes on while commits run, up to a bound.
       await this.#committer.roomToRead(() => this.#done);
     } catch (error) {
@@ -769,15 +713,15 @@ export class Connection {
 
   #takeAck(frame: Frame): void {
     const { re, th } = frame.message as Ack;
-    // The store drops the entry from its index at once (inOutbox is false
-    // from here) and commits the delete with the next group: the receiver
-    // has the line durably, so the ack is reported now. Should we die
-    // before that commit, the line is replayed and acked again as a
-    // duplicate.
-    this.#o.store.acked(this.#peer!.key, th, re).catch((error) =>
-      this.#fail("internal", `storage failed: ${errorText(error)}`)
+    const peer = this.#peer!.key;
+    // The store takes the ack once the line's own enqueue is durable (it
+    // may have been written before: Store.queue) and drops it from its
+    // index then; the delete commits later. The receiver has the line
+    // durably, so the ack is reported without waiting for that delete.
+    this.#o.store.acked(peer, th, re).then(
+      () => this.#o.onAck?.(peer, th === undefined ? { re } : { re, th }),
+      (error) => this.#fail("internal", `storage failed: ${errorText(error)}`),
     );
-    this.#o.onAck?.(this.#peer!.key, th === undefined ? { re } : { re, th });
   }
 
   #notePong(frame: Frame): void {

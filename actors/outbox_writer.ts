@@ -1,34 +1,55 @@
 /**
- * The send side of one connection: outbox entries (sent live or replayed
- * after resume, SPEC 9.5) written to the socket in an order the remote's
- * `seen` and cumulative acks can count on, each at most once per
- * connection, paced by the socket's write-ahead window.
+ * The output side of one connection: every line it writes goes through
+ * here, counted against the unsent bound, and its outbox entries (sent
+ * live by `Peer.send`, or replayed after resume, SPEC 9.5) are written in
+ * an order the remote's `seen` and cumulative acks can count on, each at
+ * most once per connection, paced by the socket's write-ahead window.
  *
  * @module
  */
 
+import type { Transport } from "../net/transport.ts";
 import { type ChunkFrame, ChunkFramer } from "../storage/chunk_frame.ts";
-import { entryLine, type OutboxEntry } from "../storage/store.ts";
+import { entryLine, type OutboxEntry, type Queued } from "../storage/store.ts";
 import { errorText } from "../wire/error_text.ts";
+import { encodeTextLine } from "../wire/frame.ts";
 
 /** A line to write: a JSON object with its type. */
 export type WireLine = Record<string, unknown> & { t: string };
 
 /** What the writer asks of its connection. */
 export interface OutboxWriterHost {
-  /** Resolves once the socket has room (the write-ahead window). */
-  writeRoom(): Promise<void>;
+  /** Outbox entries may be written now: the session is open, no bye sent. */
+  open(): boolean;
   /** Nothing more may be written: closed, or our bye was sent. */
   stopped(): boolean;
-  /** Writes one line to the socket. */
-  writeLine(line: WireLine): void;
-  /** Writes a chunk's line (its buffer goes back once written). */
-  writeFrame(frame: ChunkFrame): void;
+  /** Runs `task` in the connection's ordered output (auth, resume, replay). */
+  chain(task: () => Promise<void>): void;
+  /**
+   * A line is on its way to the socket (line events, the traffic log);
+   * `logged`: an outbox entry, logged with its enqueue.
+   */
+  wrote(raw: string, line: WireLine, logged: boolean): void;
+  /** The socket failed, or the remote does not read: the connection ends. */
+  end(reason: string): void;
   /** `entry` was just written. */
   sent(entry: OutboxEntry): void;
-  /** A local note for the line log (an entry that could not be sent). */
+  /** A local note for the line log (a line that could not be sent). */
   note(text: string): void;
 }
+
+/**
+ * Default bound on the bytes queued for a connection's socket and not yet
+ * written, each line counted as at least 1 KiB (a remote that never
+ * reads): past it, once nothing could be written for 1 s (or at once past
+ * four times it), the connection is closed; outbox lines stay in the
+ * outbox for the next connection.
+ */
+export const DEFAULT_MAX_UNSENT_BYTES = 8 * 1024 * 1024;
+/** Over the unsent bound, how long no write may finish before we close. */
+const UNSENT_STALL_MS = 1_000;
+/** Each queued line counts at least this much against the unsent bound. */
+const MIN_LINE_COST = 1024;
 
 /**
  * Bytes queued on the socket and not yet written before outbox lines wait:
@@ -45,19 +66,40 @@ const WRITTEN_IDS_KEPT = 4096;
 const BARRIERS: ReadonlySet<string> = new Set(["grant", "introduce"]);
 
 /**
- * Writes one connection's outbox entries.
+ * Sends entries the store just queued to the peer's connection (whichever
+ * is active then): at once when {@link Queued.early}, else once durable.
+ * Resolves with them once durable.
  *
  * @example
  * ```ts ignore
- * const writer = new OutboxWriter(host);
- * if (!writer.tryWriteNow(entries)) {
- *   writer.hold(entries); // counted at once: later lines keep their order
- *   queue(() => writer.write(entries));
- * }
+ * const queued = store.outboxRecords.queue(peer, drafts);
+ * const entries = await sendQueued(queued, () => sup.connection(peer));
+ * ```
+ */
+export async function sendQueued(
+  queued: Queued,
+  connection: () => { writer: OutboxWriter } | undefined,
+): Promise<OutboxEntry[]> {
+  if (queued.early) connection()?.writer.send(queued.entries);
+  const entries = await queued.durable;
+  if (!queued.early) connection()?.writer.send(entries);
+  return entries;
+}
+
+/**
+ * Writes one connection's lines and outbox entries.
+ *
+ * @example
+ * ```ts ignore
+ * const writer = new OutboxWriter(transport, host, maxUnsentBytes);
+ * writer.send(entries); // now, or in the connection's output order
+ * writer.writeLine({ t: "ping", id, ts });
  * ```
  */
 export class OutboxWriter {
+  #t: Transport;
   #host: OutboxWriterHost;
+  #maxUnsent: number;
   /**
    * Ids of outbox entries written on this connection (bounded, oldest
    * forgotten first): an entry both replayed and sent live goes out once.
@@ -75,25 +117,125 @@ export class OutboxWriter {
    * older lines of its thread not written yet.
    */
   #listing = false;
-
   /** Builds chunk lines in reused buffers (created on first use). */
   #frames: ChunkFramer | undefined;
+  /** Bytes handed to the transport and not yet written. */
+  #unwrittenBytes = 0;
+  /** When the transport last finished writing a line. */
+  #lastWritten = performance.now();
+  #writeWaiters: Array<() => void> | undefined; // made on first wait
+
+  /**
+   * A writer to `transport` for the connection `host`; `maxUnsentBytes`
+   * bounds what may wait unwritten ({@link DEFAULT_MAX_UNSENT_BYTES}).
+   */
+  constructor(
+    transport: Transport,
+    host: OutboxWriterHost,
+    maxUnsentBytes = DEFAULT_MAX_UNSENT_BYTES,
+  ) {
+    this.#t = transport;
+    this.#host = host;
+    this.#maxUnsent = maxUnsentBytes;
+  }
 
   /** The connection is closed: the open spooled file and buffers go. */
   close(): void {
     this.#frames?.close();
   }
 
-  /** A writer for the connection `host`. */
-  constructor(host: OutboxWriterHost) {
-    this.#host = host;
+  /**
+   * Sends outbox entries (ids allocated, commit durable or under way): now
+   * when they may overtake what is queued, else in the connection's output
+   * order. Nothing while the session is not open: they go on resume.
+   */
+  send(entries: OutboxEntry[]): void {
+    if (!this.#host.open()) return;
+    if (this.tryWriteNow(entries)) return;
+    this.hold(entries);
+    this.#host.chain(() => this.write(entries));
   }
 
   /**
-   * Writes `entries` at once when they may overtake the lines queued ahead
-   * of them (small lines are not stuck behind a blob's chunks in other
-   * threads); false when they must queue ({@link hold}, then {@link write}
-   * in the connection's output order).
+   * Writes one line (not an outbox entry): encoded once; returns the bytes
+   * queued (0 when nothing was sent).
+   */
+  writeLine(message: WireLine, logged = false): number {
+    if (this.#host.stopped() || this.#t.closed) return 0;
+    let line: { text: string; bytes: Uint8Array };
+    try {
+      line = encodeTextLine(message);
+    } catch (error) {
+      // Our own line too large or not JSON: a bug upstream, not the peer's.
+      this.#host.note(`{"t":"${message.t}"} not sent: ${errorText(error)}`);
+      return 0;
+    }
+    return this.#queue(line.bytes, line.text, message, logged);
+  }
+
+  /** Queues an encoded line; `written` runs once the socket is done with it. */
+  #queue(
+    frame: Uint8Array,
+    raw: string,
+    line: WireLine,
+    logged: boolean,
+    written?: () => void,
+  ): number {
+    this.#host.wrote(raw, line, logged);
+    const size = frame.length;
+    // A queued line costs about 1 KiB of bookkeeping whatever its size, so
+    // small ones count as that much, against the window and the bound.
+    const held = Math.max(size, MIN_LINE_COST);
+    this.#unwrittenBytes += held;
+    this.#t.write(frame).catch((error) => {
+      this.#host.end(`write failed: ${errorText(error)}`);
+    }).finally(() => {
+      written?.();
+      this.#lastWritten = performance.now();
+      this.#unwrittenBytes -= held;
+      const waiting = this.#writeWaiters;
+      if (waiting?.length) { for (const wake of waiting.splice(0)) wake(); }
+    });
+    this.#checkUnsent();
+    return size;
+  }
+
+  /**
+   * A remote that does not read must not make us hold its bytes forever:
+   * over the bound while nothing could be written for a while (a burst of
+   * our own to a remote that reads is let through), or over four times it.
+   */
+  #checkUnsent(): void {
+    const max = this.#maxUnsent;
+    if (this.#unwrittenBytes <= max) return;
+    const stalled = performance.now() - this.#lastWritten > UNSENT_STALL_MS;
+    if (!stalled && this.#unwrittenBytes <= 4 * max) return;
+    this.#t.close(); // what is queued is dropped; the outbox keeps its lines
+    this.#host.end(`the peer is not reading: over ${max} bytes unsent`);
+  }
+
+  /**
+   * Resolves once the bytes queued on the socket are under the window
+   * (kept under half the unsent bound, so outbox lines never trip it).
+   */
+  async #writeRoom(): Promise<void> {
+    while (this.#full()) {
+      await new Promise<void>((wake) => (this.#writeWaiters ??= []).push(wake));
+    }
+  }
+
+  /** The bytes queued on the socket are at the window: outbox lines wait. */
+  #full(): boolean {
+    const window = Math.min(WRITE_AHEAD_BYTES, this.#maxUnsent / 2);
+    return this.#unwrittenBytes >= window && !this.#t.closed;
+  }
+
+  /**
+   * Writes `entries` at once when nothing they must follow is queued (the
+   * common case: straight to the socket, no hop through the output queue),
+   * or when they may overtake what is (small lines are not stuck behind a
+   * blob's chunks in other threads); false when they must queue
+   * ({@link hold}, then {@link write} in the connection's output order).
    */
   tryWriteNow(entries: OutboxEntry[]): boolean {
     if (!this.#mayOvertake(entries)) return false;
@@ -102,18 +244,21 @@ export class OutboxWriter {
   }
 
   /**
-   * True when `entries` (msgs and states) may be written before the lines
-   * queued ahead of them (a blob's chunks): none is in a thread with lines
-   * queued, and no grant or introduction is queued. Order within a thread
-   * is kept (the remote's seen and the cumulative acks count on it), and
-   * grants and introductions are never overtaken (a later ack drops them).
+   * True when `entries` may be written before the lines queued ahead of
+   * them: with nothing queued, any but chunks (their bytes are read from the
+   * spool first); else msgs and states none of which is in a thread with
+   * lines queued, and no grant or introduction queued. Order within a
+   * thread is kept (the remote's seen and the cumulative acks count on
+   * it), grants and introductions are never overtaken (a later ack drops
+   * them), nor is a replay.
    */
   #mayOvertake(entries: OutboxEntry[]): boolean {
+    if (this.#listing || this.#queuedBarriers > 0) return false;
     const queued = this.#queuedThreads;
-    if (!queued || queued.size === 0 || this.#queuedBarriers > 0) {
-      return false;
+    // Nothing queued: the window still paces them (a burst of our own).
+    if (!queued || queued.size === 0) {
+      return !this.#full() && entries.every((e) => !e.chunk);
     }
-    if (this.#listing) return false;
     return entries.every((e) =>
       (e.t === "msg" || e.t === "state") && e.th !== undefined &&
       !queued.has(e.th)
@@ -176,7 +321,9 @@ export class OutboxWriter {
   async write(entries: OutboxEntry[]): Promise<void> {
     for (const entry of entries) {
       try {
-        await this.#host.writeRoom();
+        // Awaited only when full: a page's lines with room go out in one
+        // turn, and so in one socket write.
+        if (this.#full()) await this.#writeRoom();
         if (this.#host.stopped()) return;
         if (this.#written?.has(entry.id)) continue;
         if (entry.chunk) {
@@ -192,7 +339,13 @@ export class OutboxWriter {
             frame.release();
           } else {
             this.#noteWritten(entry.id);
-            this.#host.writeFrame(frame);
+            this.#queue(
+              frame.bytes,
+              frame.raw,
+              frame.line,
+              true,
+              frame.release,
+            );
             this.#host.sent(entry);
           }
         } else this.#writeLine(entry, entryLine(entry));
@@ -206,7 +359,7 @@ export class OutboxWriter {
   #writeLine(entry: OutboxEntry, line: WireLine): void {
     if (this.#written?.has(entry.id)) return;
     this.#noteWritten(entry.id);
-    this.#host.writeLine(line);
+    this.writeLine(line, true);
     this.#host.sent(entry);
   }
 

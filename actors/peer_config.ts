@@ -134,12 +134,13 @@ export interface ConnectionHooks {
   /**
    * Every line, in and out, for the log or an inspector; `peer` is absent
    * before the remote's hello, `message` for a local note or an unparsable
-   * line.
+   * line; `logged` for an outbox entry (the store logged it when queued).
    */
   onLine?(
     peer: string | undefined,
     dir: "in" | "out",
     raw: string,
     message?: Record<string, unknown>,
+    logged?: boolean,
   ): void;
 }

@@ -76,7 +76,6 @@ import {
   type Transport,
   TransportError,
 } from "../net/transport.ts";
-import type { OutboxDraft, OutboxEntry } from "../storage/store.ts";
 import { errorText } from "../wire/error_text.ts";
 import type { Grant } from "../wire/types.ts";
 
@@ -430,21 +429,12 @@ export class Supervisor {
     return dialer;
   }
 
-  /**
-   * Commits `drafts` to `peer`'s outbox and sends them now if connected;
-   * otherwise they wait for the next resume, and the peer's dialer (if any)
-   * is woken.
-   */
-  async send(peer: string, drafts: OutboxDraft[]): Promise<OutboxEntry[]> {
-    const entries = await this.#o.store.enqueue(peer, drafts);
+  /** Lines were queued for `peer`: wanted, {@link bye}'s hold lifted (durably), dialer woken. */
+  want(peer: string): Promise<void> {
     const lifted = this.#quiet.lift(peer);
     this.#wanted.set(peer, true);
-    const active = this.#active.get(peer);
-    if (active) active.conn.sendEntries(entries);
-    else this.#dialers.get(peer)?.wake();
-    // Durable before we return: a restart must not keep holding it.
-    await lifted;
-    return entries;
+    if (!this.#active.has(peer)) this.#dialers.get(peer)?.wake();
+    return lifted;
   }
 
   /**

@@ -21,6 +21,7 @@ import { type FlagSpec, parseArgs, UsageError } from "./args.ts";
 import { checkStoreUrl } from "./daemon_flags.ts";
 import { openPeer } from "./open_peer.ts";
 import { LineWriter } from "./line_writer.ts";
+import { SentBeforeAcked } from "./sent_before_acked.ts";
 import { kvAvailable, reexecWithKv } from "./self_command.ts";
 import { errorText } from "../wire/error_text.ts";
 
@@ -74,8 +75,15 @@ const FLAGS: FlagSpec[] = [
 
 /** Store meta: the seq of the last recv event written to stdout. */
 const CURSOR_META = "driver_cursor";
-/** How soon after a recv the cursor is saved (one write per burst). */
-const CURSOR_SAVE_MS = 50;
+/**
+ * How soon after a recv the cursor is saved: one write per second at most,
+ * not one in the way of every few commits (a kill -9 repeats at most that
+ * second's recv events, which the contract allows: dedup by seq).
+ */
+const CURSOR_SAVE_MS = 1_000;
+
+/** Bytes of stdin read at a time. */
+const STDIN_READ_BYTES = 64 * 1024;
 
 /** One command read from stdin. */
 export interface DriverCommand {
@@ -217,6 +225,8 @@ class Driver {
   #cursor = 0;
   #savedCursor = 0;
   #cursorTimer: ReturnType<typeof setTimeout> | undefined;
+  /** `acked` after the `sent` of the same line. */
+  #order = new SentBeforeAcked((id) => this.#emit({ event: "acked", id }));
   /** Event lines to stdout, a burst's in one write. */
   #out = new LineWriter(Deno.stdout, (seq) => this.#wrote(seq));
 
@@ -243,8 +253,9 @@ class Driver {
     try {
       this.#peer = await openPeer({
         home: this.#o.home,
-        // recv reports every line, chunks and grants included.
-        lineEvents: true,
+        // recv reports every line received, chunks and grants included,
+        // but msg, state (their own events), ack, ping and pong.
+        lineEvents: (dir, t) => dir === "in" && !LINE_RECV_SKIP.has(t),
         ...(this.#o.name !== undefined ? { name: this.#o.name } : {}),
         ...(this.#o.about !== undefined ? { about: this.#o.about } : {}),
         ...(this.#o.trust.length ? { trust: this.#o.trust } : {}),
@@ -342,8 +353,10 @@ class Driver {
     const decoder = new TextDecoder();
     let buffer = "";
     try {
-      for await (const chunk of Deno.stdin.readable) {
-        buffer += decoder.decode(chunk, { stream: true });
+      // read() straight into one buffer: no stream machinery per command.
+      const chunk = new Uint8Array(STDIN_READ_BYTES);
+      for (let n; (n = await Deno.stdin.read(chunk)) !== null;) {
+        buffer += decoder.decode(chunk.subarray(0, n), { stream: true });
         let nl: number;
         while ((nl = buffer.indexOf("\n")) !== -1) {
           const line = buffer.slice(0, nl).trim();
@@ -458,6 +471,7 @@ class Driver {
           : undefined;
         // Not awaited: the Peer keeps call order, and sends in flight
         // together share one storage commit.
+        const done = this.#order.sending();
         this.#background(
           cmd,
           this.#peer.send(to, str("text") ?? "", {
@@ -468,7 +482,8 @@ class Driver {
           }).then((sent) => {
             this.#noteThread(sent.th, to);
             this.#emit({ event: "sent", id: sent.id, t: "msg", th: sent.th });
-          }),
+            done(sent.id);
+          }).finally(() => done()),
         );
         return;
       }
@@ -476,23 +491,31 @@ class Driver {
         const th = str("th");
         const state = str("state");
         if (!th || !state) throw new Error("state needs th and state");
+        const done = this.#order.sending();
         this.#background(
           cmd,
-          this.#peer.setState(to, th, state, str("note")).then((sent) =>
-            this.#emit({ event: "sent", id: sent.id, t: "state", th })
-          ),
+          this.#peer.setState(to, th, state, str("note")).then((sent) => {
+            this.#emit({ event: "sent", id: sent.id, t: "state", th });
+            done(sent.id);
+          }).finally(() => done()),
         );
         return;
       }
       case "blob": {
         const path = str("path");
         if (!path) throw new Error("blob needs path");
-        const sent = await this.#peer.send(to, str("text") ?? "", {
-          ...(str("th") ? { thread: str("th") } : {}),
-          files: [path],
-        });
-        this.#noteThread(sent.th, to);
-        this.#emit({ event: "sent", id: sent.id, t: "msg", th: sent.th });
+        const done = this.#order.sending();
+        try {
+          const sent = await this.#peer.send(to, str("text") ?? "", {
+            ...(str("th") ? { thread: str("th") } : {}),
+            files: [path],
+          });
+          this.#noteThread(sent.th, to);
+          this.#emit({ event: "sent", id: sent.id, t: "msg", th: sent.th });
+          done(sent.id);
+        } finally {
+          done();
+        }
         return;
       }
       case "grant": {
@@ -600,7 +623,7 @@ class Driver {
         }
         return;
       case "acked":
-        this.#emit({ event: "acked", id: ev.id });
+        this.#order.acked(ev.id);
         return;
       case "blob":
         if (ev.dir === "in" && ev.status === "complete") {

@@ -1,18 +1,36 @@
 /**
- * Lines written to a stream without blocking, grouped: a line alone is
- * written at once, and the lines that queue up while a write is in flight go
- * out together in the next one (the driver's events in a burst: one write per
- * turn instead of a synchronous write per event).
+ * Lines written to a stream in order, grouped: the lines pushed in one turn
+ * of the event loop go out in one write. A small batch after a pause is
+ * written synchronously (an event's latency is one syscall, not a hop
+ * through the runtime's blocking-write threads); in a burst the writes are
+ * asynchronous, off the main thread, and what queues meanwhile goes in the
+ * next. The driver's events: a lone `acked` leaves at once, a burst's in
+ * few writes.
  *
  * @module
  */
 
 const encoder = new TextEncoder();
 
-/** A stream that takes bytes asynchronously, like `Deno.stdout`. */
+/**
+ * A stream that takes bytes, like `Deno.stdout`: asynchronously, and
+ * optionally synchronously.
+ */
 export interface ByteSink {
   write(bytes: Uint8Array): Promise<number>;
+  writeSync?(bytes: Uint8Array): number;
 }
+
+/**
+ * Batches up to this size are written synchronously: a reader that keeps up
+ * (the driver's contract) never makes that wait.
+ */
+const SYNC_WRITE_BYTES = 16 * 1024;
+/**
+ * A synchronous write only this long after the previous one began: closer
+ * together, the lines are a burst, written asynchronously in batches.
+ */
+const SYNC_GAP_MS = 0.25;
 
 /**
  * Writes lines in order, in as few writes as the stream's pace allows. Each
@@ -25,7 +43,7 @@ export interface ByteSink {
  * import { LineWriter } from "./line_writer.ts";
  * const out = new LineWriter(Deno.stdout);
  * out.push('{"event":"a"}');
- * out.push('{"event":"b"}'); // goes out with the next write
+ * out.push('{"event":"b"}'); // goes out in the same write
  * await out.flush();
  * ```
  */
@@ -36,6 +54,8 @@ export class LineWriter {
   #mark = -Infinity;
   #writing: Promise<void> | undefined;
   #broken = false;
+  /** When the last synchronous write began. */
+  #lastSync = -Infinity;
 
   constructor(sink: ByteSink, onWritten: (mark: number) => void = () => {}) {
     this.#sink = sink;
@@ -47,7 +67,8 @@ export class LineWriter {
     if (this.#broken) return;
     this.#queue.push(line);
     if (mark !== undefined && mark > this.#mark) this.#mark = mark;
-    this.#writing ??= this.#drain();
+    // At the end of this turn: the lines pushed meanwhile join the write.
+    this.#writing ??= Promise.resolve().then(() => this.#drain());
   }
 
   /** Resolves once every line pushed so far is written (or the sink broke). */
@@ -63,6 +84,16 @@ export class LineWriter {
         this.#queue = [];
         this.#mark = -Infinity;
         let off = 0;
+        const now = performance.now();
+        if (
+          this.#sink.writeSync && bytes.length <= SYNC_WRITE_BYTES &&
+          now - this.#lastSync >= SYNC_GAP_MS
+        ) {
+          this.#lastSync = now;
+          while (off < bytes.length) {
+            off += this.#sink.writeSync(bytes.subarray(off));
+          }
+        }
         while (off < bytes.length) {
           off += await this.#sink.write(bytes.subarray(off));
         }

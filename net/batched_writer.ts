@@ -11,7 +11,7 @@
 
 import { errorText } from "../wire/error_text.ts";
 import { concat } from "./websocket_frames.ts";
-import { type ByteSink, writeAll } from "./write_all.ts";
+import type { ByteSink } from "./write_all.ts";
 
 /** Where a {@link BatchedWriter} writes: a socket (`Deno.Conn`). */
 export type { ByteSink };
@@ -35,6 +35,15 @@ export interface BatchedWriterOptions {
 
 /** Batches are cut at this size so one slow write never copies unboundedly. */
 export const BATCH_BYTES = 256 * 1024;
+
+/**
+ * A write asked for this soon after the last one began is part of a burst:
+ * it waits for the end of the event loop's turn (a 0 ms timer), so the
+ * lines queued meanwhile share its syscall. A socket write completes at
+ * once, so without this a burst's lines, each queued a few microtasks
+ * apart, went out one syscall each. A lone line goes at once.
+ */
+const BURST_MS = 1;
 
 interface Pending {
   bytes: Uint8Array;
@@ -72,6 +81,8 @@ export class BatchedWriter {
   #queue: Pending[] = [];
   #writing = false;
   #closed = false;
+  /** When the last write began (see {@link BURST_MS}). */
+  #lastWrite = -Infinity;
   /** Waiting flushes (made on the first: most connections never flush). */
   #idle: Array<() => void> | undefined;
 
@@ -98,7 +109,13 @@ export class BatchedWriter {
     if (this.#closed) return Promise.reject(new Error("transport closed"));
     return new Promise<void>((resolve, reject) => {
       this.#queue.push({ bytes, raw, resolve, reject });
-      if (!this.#writing) void this.#writeLoop();
+      if (this.#writing) return;
+      if (performance.now() - this.#lastWrite >= BURST_MS) {
+        void this.#writeLoop();
+      } else {
+        this.#writing = true; // later lines queue behind it meanwhile
+        setTimeout(() => void this.#writeLoop(), 0);
+      }
     });
   }
 
@@ -134,7 +151,12 @@ export class BatchedWriter {
           parts.push(bytes);
         }
         const bytes = parts.length === 1 ? parts[0] : concat(parts);
-        await writeAll(this.#sink, bytes);
+        // The socket may take part of it: the rest, until all is taken.
+        this.#lastWrite = performance.now();
+        let at = 0;
+        while (at < bytes.length) {
+          at += await this.#sink.write(bytes.subarray(at));
+        }
         for (const p of this.#queue.splice(0, count)) p.resolve();
       }
     } catch (e) {

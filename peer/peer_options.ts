@@ -83,10 +83,11 @@ export interface PeerOptions extends PeerConfig {
   presenceTiming?: { settleMs?: number; heartbeatMs?: number };
   /**
    * Emit a `line` event (`LineEvent`) for every protocol line in and
-   * out after the handshake (chunks without their data). Off by default:
-   * nothing is parsed for it then.
+   * out after the handshake (chunks without their data), or only for those
+   * a filter accepts (by direction and type: the driver wants no event for
+   * the msgs and acks it reports otherwise). Off by default.
    */
-  lineEvents?: boolean;
+  lineEvents?: boolean | ((dir: "in" | "out", t: string) => boolean);
   /**
    * Shows the actors (supervisor, dialers, connections, threads, blob
    * transfers) in this hub. Off unless given: no observer is passed then.

@@ -37,7 +37,7 @@ import {
   type PeerOptions,
   protectedDirs,
 } from "./peer_options.ts";
-import { PeerSender } from "./peer_sender.ts";
+import { PeerSender, queueLines } from "./peer_sender.ts";
 import { TrafficLog } from "./traffic_log.ts";
 
 /** Where a peer keeps files: spool and received blobs (and its temp dir). */
@@ -117,7 +117,7 @@ export class PeerParts {
     const closing = () => this.closing !== undefined;
     const track = <T>(p: Promise<T>): Promise<T> => this.#track(p);
     this.log = new TrafficLog(store, (e) => events.emit(e));
-    this.log.lineEvents = options.lineEvents === true;
+    this.log.lineEvents = options.lineEvents ?? false;
     this.acks = new AckTracker(store, (e) => events.emit(e));
     this.blobs = new PeerBlobs({
       store,
@@ -174,7 +174,9 @@ export class PeerParts {
       // Outboxed like a reply: a dropped connection does not lose it. Never
       // acked, it leaves the outbox with a later ack from the peer.
       forbid: async (peer, err) => {
-        await this.sup.send(peer, [{ fields: { t: "err", ...err } }]);
+        await queueLines(store, this.sup, peer, [{
+          fields: { t: "err", ...err },
+        }]);
       },
       reply: (peer, reply, files) => this.sender.reply(peer, reply, files),
       onServed: (record) => events.emit(servedEvent(record, timestamp())),
@@ -257,8 +259,8 @@ export class PeerParts {
           track(this.ext.onPrivate(d.peer, (d.message as Private).th)),
       },
       onEvent: (e) => this.#onSupervisorEvent(e),
-      onLine: (peer, dir, raw, message) =>
-        this.log.line(peer, dir, raw, message),
+      onLine: (peer, dir, raw, message, logged) =>
+        this.log.line(peer, dir, raw, message, logged),
       beforeCommit: (peer, conn, lines) =>
         this.inbound.beforeCommit(peer, conn, lines),
       // A chunk's bytes go to its file as it arrives; the batch syncs.

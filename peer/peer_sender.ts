@@ -7,6 +7,7 @@
  * @module
  */
 
+import { sendQueued } from "../actors/outbox_writer.ts";
 import type { Supervisor } from "../actors/supervisor.ts";
 import type { PeerExtensions } from "../extensions/peer_extensions.ts";
 import type { Attachment } from "../profile/fs_access.ts";
@@ -30,7 +31,6 @@ import {
 import { grantHash, mintGrant } from "../wire/grant.ts";
 import type { Signer } from "../wire/keys.ts";
 import { blobPart, textPart } from "../wire/messages.ts";
-import { timestamp } from "../wire/time.ts";
 import type { Grant, IntroPeer, Msg, Part, State } from "../wire/types.ts";
 import { validateMessage } from "../wire/validate.ts";
 import type { AckTracker } from "./ack_tracker.ts";
@@ -122,6 +122,37 @@ function mimeOf(name: string): string | undefined {
 
 function newThreadId(): string {
   return `thr_${randomHex(8)}`;
+}
+
+/** A valid id and ts to check a draft's schema with (the outbox sets the real ones). */
+const PROBE = { id: "0".repeat(26), ts: "2026-01-01T00:00:00.000Z" };
+
+/**
+ * Queues `drafts` for `peer` in the outbox records (ids at once, commit
+ * under way), marks the peer wanted, and hands the entries to its active
+ * connection's writer: before their commit when the outbox allows
+ * (`Queued.early`; a blob's chunks never), else once durable. Resolves
+ * with them once durable.
+ *
+ * @example
+ * ```ts ignore
+ * const [entry] = await queueLines(store, sup, peer, [{ fields: { t: "msg", th, parts } }]);
+ * ```
+ */
+export async function queueLines(
+  store: Store,
+  sup: Supervisor,
+  peer: string,
+  drafts: OutboxDraft[],
+): Promise<OutboxEntry[]> {
+  // A blob's chunks wait for their commit: its record is written after it,
+  // and the remote's refusal of the first chunk must find that record.
+  const early = drafts.every((d) => d.chunk === undefined);
+  const queued = store.outboxRecords.queue(peer, drafts, early);
+  const lifted = sup.want(peer);
+  const entries = await sendQueued(queued, () => sup.connection(peer));
+  await lifted; // durable before we return: a restart must not hold it
+  return entries;
 }
 
 interface PendingSpool {
@@ -295,7 +326,7 @@ export class PeerSender {
     let touched: Promise<void> | undefined;
     try {
       // One enqueue: chunk ids come before the msg's (NOTES item 1).
-      const enqueued = this.#p.sup.send(key, drafts);
+      const enqueued = queueLines(this.#p.store, this.#p.sup, key, drafts);
       touched = this.#p.threads.writeOurSide(key, th, {
         subject: options.subject,
       });
@@ -353,7 +384,9 @@ export class PeerSender {
       if (note !== undefined) fields.note = note;
       const invalid = this.#invalid(fields);
       if (invalid) throw new TypeError(`setState: invalid state: ${invalid}`);
-      const enqueued = this.#p.sup.send(key, [{ fields }]);
+      const enqueued = queueLines(this.#p.store, this.#p.sup, key, [{
+        fields,
+      }]);
       turn.release();
       [entry] = await enqueued;
     } finally {
@@ -391,7 +424,9 @@ export class PeerSender {
     });
     // Outboxed like content; never acked, it leaves the outbox when a later
     // line to this peer is acked (Store.acked).
-    await this.#p.sup.send(key, [{ fields: { t: "grant", grant } }]);
+    await queueLines(this.#p.store, this.#p.sup, key, [{
+      fields: { t: "grant", grant },
+    }]);
     await this.#p.directory.ensureReach(key);
     return grant;
   }
@@ -429,18 +464,16 @@ export class PeerSender {
       });
       fields.grant = grant;
     }
-    const [entry] = await this.#p.sup.send(key, [{ fields }]);
+    const [entry] = await queueLines(this.#p.store, this.#p.sup, key, [{
+      fields,
+    }]);
     await this.#p.directory.ensureReach(key);
     return { id: entry.id, th, ...(grant ? { grant } : {}) };
   }
 
   /** The first schema error of a line we are about to queue, if any. */
   #invalid(fields: OutboxDraft["fields"]): string | undefined {
-    const result = validateMessage({
-      ...fields,
-      id: this.#p.store.nextId(),
-      ts: timestamp(),
-    });
+    const result = validateMessage({ ...fields, ...PROBE });
     return result.ok ? undefined : (result.errors[0] ?? "schema");
   }
 

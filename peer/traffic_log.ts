@@ -50,8 +50,8 @@ export class TrafficLog {
   #emit: (event: PeerEvent) => void;
   #buffer: Omit<LogEntry, "seq">[] = [];
   #flushing: Promise<void> | undefined;
-  /** Emit a `line` event for every line (`PeerOptions.lineEvents`). */
-  lineEvents = false;
+  /** Emit a `line` event for every line, or those accepted (`PeerOptions.lineEvents`). */
+  lineEvents: boolean | ((dir: "in" | "out", t: string) => boolean) = false;
 
   /** Writes to `store`'s log; `line` events go to `emit`. */
   constructor(store: Store, emit: (event: PeerEvent) => void) {
@@ -61,13 +61,15 @@ export class TrafficLog {
 
   /**
    * Every line after the handshake goes to the traffic log, batched (the
-   * received content lines are logged by store.receive, in their commit).
+   * received content lines are logged by store.receive, in their commit,
+   * and `logged` outbox entries by the store when queued).
    */
   line(
     peer: string | undefined,
     dir: "in" | "out",
     raw: string,
     parsed?: Record<string, unknown>,
+    logged = false,
   ): void {
     // Without the parsed line: a local note, or a line the connection refused.
     const m = parsed;
@@ -85,7 +87,11 @@ export class TrafficLog {
         bytes: raw.length,
       };
     }
-    if (this.lineEvents && !HANDSHAKE.has(m.t)) {
+    const events = this.lineEvents;
+    if (
+      events && !HANDSHAKE.has(m.t) &&
+      (events === true || events(dir, m.t))
+    ) {
       this.#emit(
         {
           type: "line",
@@ -96,7 +102,7 @@ export class TrafficLog {
         } satisfies LineEvent,
       );
     }
-    if (dir === "in" && LOGGED_BY_RECEIVE.has(m.t)) return;
+    if (logged || (dir === "in" && LOGGED_BY_RECEIVE.has(m.t))) return;
     if (LIVENESS.has(m.t) || HANDSHAKE.has(m.t)) return;
     // Acks have no log rows: one per content line would double the log's
     // writes, and the acked line's own row and the `acked` event say it.

@@ -51,6 +51,7 @@ import type {
   LogQuery,
   OutboxDraft,
   OutboxEntry,
+  OutboxRecords,
   PeerRecord,
   ReceiveExtras,
   ReceiveOutcome,
@@ -127,7 +128,7 @@ export class KvStore implements Store {
       seq: resume.seq ?? 0,
       logBytes: resume.logBytes ?? 0,
     }, options);
-    this.#outbox = new Outbox(this.#c, resume.lastId);
+    this.#outbox = new Outbox(this.#c, resume.lastId, this.#log);
     this.#threads = new ThreadRecords(this.#c);
     this.#received = new ReceivedLines(this.#c, this.#log, this.#threads);
     this.#peers = new PeerRecords(this.#c);
@@ -200,6 +201,7 @@ export class KvStore implements Store {
 
   /** Closes the store once queued writes are done; later calls reject. */
   close(): void {
+    void this.#outbox.flushDrops().catch(() => {});
     this.#c.close();
   }
 
@@ -222,6 +224,11 @@ export class KvStore implements Store {
 
   enqueue(peer: string, drafts: OutboxDraft[]): Promise<OutboxEntry[]> {
     return this.#outbox.enqueue(peer, drafts);
+  }
+
+  /** The outbox records: `Peer.send` queues through them directly. */
+  get outboxRecords(): OutboxRecords {
+    return this.#outbox;
   }
 
   /** True while the line `id` to `peer` waits for its ack. */

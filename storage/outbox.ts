@@ -28,12 +28,34 @@ import { listRecords } from "./kv/split_record.ts";
 import type { Tx } from "./kv/tx.ts";
 import { OutboxIndex, type OutboxMeta } from "./outbox_index.ts";
 import { requireText } from "./require_text.ts";
-import type { OutboxDraft, OutboxEntry } from "./store.ts";
-import { IdGenerator } from "../wire/id.ts";
+import {
+  entryLine,
+  type LogEntry,
+  type OutboxDraft,
+  type OutboxEntry,
+  type Queued,
+} from "./store.ts";
+import type { TrafficLog } from "./traffic_log.ts";
+import { IdGenerator, idTime } from "../wire/id.ts";
 import { timestamp } from "../wire/time.ts";
 
 /** Where the highest outbox id committed is kept. */
 export const LAST_ID: Key = ["id", "last"];
+
+/**
+ * How far an entry's id may run ahead of the last id known durable and
+ * still be written before its own commit ({@link Queued.early}: less than
+ * this); ids after a restart start this far past the last committed one,
+ * so they pass every id written but never committed before a crash (NOTES
+ * item 3), and one they repeat (a restart within this time, crashing again)
+ * was never written.
+ */
+export const EARLY_WRITE_MS = 5_000;
+
+/** Acked entries wait this long for a commit to ride along before their own. */
+const DROP_DELAY_MS = 25;
+/** Acked entries waiting that make a commit of their own at once. */
+const DROPS_AT_ONCE = 512;
 
 /** Most entries in one replay page. */
 const REPLAY_PAGE_ENTRIES = 1_000;
@@ -58,6 +80,20 @@ function metaOf(e: StoredEntry, parts: number): OutboxMeta {
   return meta;
 }
 
+/** The traffic-log row of a queued entry: its wire line (a chunk's without data). */
+function logRow(e: OutboxEntry): Omit<LogEntry, "seq"> {
+  const row: Omit<LogEntry, "seq"> = {
+    peer: e.peer,
+    dir: "out",
+    t: e.t,
+    id: e.id,
+    line: JSON.stringify(entryLine(e)),
+    at: e.queuedAt,
+  };
+  if (e.th !== undefined) row.th = e.th;
+  return row;
+}
+
 /** Deletes one outbox record and its parts (already out of the index). */
 function dropEntry(tx: Tx, pk: string, id: string, parts: number): void {
   tx.dropRecord(["ob", pk, id], parts);
@@ -77,14 +113,34 @@ function dropEntry(tx: Tx, pk: string, id: string, parts: number): void {
  */
 export class Outbox {
   #c: GroupCommitter;
+  #log: TrafficLog | undefined;
   #ids: IdGenerator;
   /** The outbox's index, kept in step with every enqueue and drop. */
   #index = new OutboxIndex();
+  /** Time of the highest id known durable (-1: none yet). */
+  #durableTime: number;
+  /** Ids of queued entries whose commit is not settled yet: its settling. */
+  #unsettled = new Map<string, Promise<void>>();
+  /** Queued entries not early: they (and later ones) go out once durable. */
+  #late = 0;
+  /** Acked entries whose delete waits for the next commit. */
+  #drops: Array<{ pk: string; meta: OutboxMeta }> = [];
+  #dropTimer: ReturnType<typeof setTimeout> | undefined;
 
-  /** The outbox written through `committer`; ids continue after `lastId`. */
-  constructor(committer: GroupCommitter, lastId: string | undefined) {
+  /**
+   * The outbox written through `committer`; ids continue after `lastId`,
+   * {@link EARLY_WRITE_MS} past it. Each entry's `out` row goes to `log`
+   * in its enqueue's commit.
+   */
+  constructor(
+    committer: GroupCommitter,
+    lastId: string | undefined,
+    log?: TrafficLog,
+  ) {
     this.#c = committer;
-    this.#ids = new IdGenerator({ last: lastId });
+    this.#log = log;
+    this.#ids = new IdGenerator({ last: lastId, skipMs: EARLY_WRITE_MS });
+    this.#durableTime = lastId === undefined ? -1 : idTime(lastId) ?? -1;
   }
 
   /** Rebuilds the index from the `ob` records (on open). */
@@ -106,47 +162,79 @@ export class Outbox {
 
   /**
    * Allocates ids and timestamps for `drafts` and commits them to `peer`'s
-   * outbox; resolves once durable, with the entries in id order.
+   * outbox; resolves once durable, with the entries in id order. (Their
+   * caller writes them after that: no later entry is written before them.)
    */
   enqueue(peer: string, drafts: OutboxDraft[]): Promise<OutboxEntry[]> {
     try {
-      requireText(peer, "enqueue: peer");
-      if (!Array.isArray(drafts)) {
-        throw new TypeError("enqueue: drafts must be an array");
-      }
+      return this.#queue(peer, drafts, false).durable;
     } catch (error) {
       return Promise.reject(error);
+    }
+  }
+
+  /**
+   * {@link enqueue} without waiting: the entries have their ids at once
+   * (in call order), their commit is under way, and {@link Queued.early}
+   * says whether they may be written before it (never when `mayBeEarly` is
+   * false). Throws (a one-line TypeError) on a bad draft, having queued
+   * nothing.
+   */
+  queue(peer: string, drafts: OutboxDraft[], mayBeEarly = true): Queued {
+    return this.#queue(peer, drafts, mayBeEarly);
+  }
+
+  #queue(peer: string, drafts: OutboxDraft[], mayBeEarly: boolean): Queued {
+    requireText(peer, "enqueue: peer");
+    if (!Array.isArray(drafts)) {
+      throw new TypeError("enqueue: drafts must be an array");
     }
     const queuedAt = Date.now();
     const ts = timestamp(queuedAt);
     const entries: OutboxEntry[] = [];
-    try {
-      // Ids are taken now, in call order; commits happen in the same order.
-      for (const draft of drafts) {
-        entries.push(this.#entry(peer, draft, ts, queuedAt));
-      }
-    } catch (error) {
-      return Promise.reject(error);
+    // Ids are taken now, in call order; commits happen in the same order.
+    for (const draft of drafts) {
+      entries.push(this.#entry(peer, draft, ts, queuedAt));
     }
-    if (entries.length === 0) return Promise.resolve([]);
+    if (entries.length === 0) {
+      return { entries, durable: Promise.resolve(entries), early: true };
+    }
     const pk = keyText(peer);
-    // Indexed now, in id order; the entries are sent only once committed,
-    // so no ack can come for them before.
+    // Indexed now, in id order; an ack of one waits for this commit.
     const metas = entries.map((e) => metaOf(e, 0));
     for (const meta of metas) this.#index.add(pk, meta);
-    const done = this.#c.submit(false, async (tx) => {
+    const lastTime = idTime(entries[entries.length - 1].id) ?? Infinity;
+    const early = mayBeEarly && this.#late === 0 && this.#durableTime >= 0 &&
+      lastTime < this.#durableTime + EARLY_WRITE_MS;
+    // Acked entries waiting for a commit ride along with this one.
+    const drops = this.#takeDrops();
+    const durable = this.#c.submit(false, async (tx) => {
+      for (const d of drops) dropEntry(tx, d.pk, d.meta.id, d.meta.n);
       for (let i = 0; i < entries.length; i++) {
         const { peer: _, ...stored } = entries[i];
         metas[i].n = await tx.putRecord(["ob", pk, stored.id], stored, true);
         tx.set(LAST_ID, stored.id);
+        // Its traffic-log row, once, with it (not again on each write).
+        await this.#log?.append(tx, logRow(entries[i]));
         tx.cut();
       }
       return entries;
     });
-    done.catch(() => {
+    if (!early) this.#late++;
+    // Settled first thing, before the caller's own continuation runs.
+    const settle = () => {
+      for (const meta of metas) this.#unsettled.delete(meta.id);
+      if (!early) this.#late--;
+    };
+    const settled = durable.then(() => {
+      if (lastTime > this.#durableTime) this.#durableTime = lastTime;
+      settle();
+    }, () => {
       for (const meta of metas) this.#index.remove(pk, meta.id);
+      settle();
     });
-    return done;
+    for (const meta of metas) this.#unsettled.set(meta.id, settled);
+    return { entries, durable, early };
   }
 
   #entry(
@@ -303,13 +391,53 @@ export class Outbox {
    * whatever `th` the ack carried.
    */
   acked(peer: string, id: string): Promise<boolean> {
+    // An entry written before its commit (Queued.early) counts as sent once
+    // that commit is durable: its ack is taken after it, never before.
+    // (Earlier entries, acked with it cumulatively, committed before it.)
+    const settling = this.#unsettled.get(id);
+    if (settling) return settling.then(() => this.#take(peer, id));
+    return Promise.resolve(this.#take(peer, id));
+  }
+
+  /**
+   * An ack, taken: the index drops the entries at once; their deletes ride
+   * along with the next commit (or one of their own, soon).
+   */
+  #take(peer: string, id: string): boolean {
     const pk = keyText(peer);
     const drops = this.#index.ackDrops(pk, id);
-    if (drops.length === 0) return Promise.resolve(false);
-    return this.#c.submit(false, (tx) => {
-      for (const m of drops) dropEntry(tx, pk, m.id, m.n);
-      return true;
+    if (drops.length === 0) return false;
+    for (const meta of drops) this.#drops.push({ pk, meta });
+    if (this.#drops.length >= DROPS_AT_ONCE) this.flushDrops();
+    else {
+      this.#dropTimer ??= setTimeout(() => {
+        this.#dropTimer = undefined;
+        this.flushDrops();
+      }, DROP_DELAY_MS);
+    }
+    return true;
+  }
+
+  #takeDrops(): Array<{ pk: string; meta: OutboxMeta }> {
+    if (this.#dropTimer !== undefined) {
+      clearTimeout(this.#dropTimer);
+      this.#dropTimer = undefined;
+    }
+    return this.#drops.splice(0);
+  }
+
+  /**
+   * Commits the deletes of acked entries now (on close, or when many wait).
+   * Dying before means one replay each, acked again as a duplicate.
+   */
+  flushDrops(): Promise<void> {
+    const drops = this.#takeDrops();
+    if (drops.length === 0) return Promise.resolve();
+    const done = this.#c.submit(false, (tx) => {
+      for (const d of drops) dropEntry(tx, d.pk, d.meta.id, d.meta.n);
     });
+    done.catch(() => {}); // the entries are replayed and acked again
+    return done;
   }
 
   /** Removes the outbox chunk entries of `ref` to `peer` (refused blob). */

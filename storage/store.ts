@@ -107,6 +107,37 @@ export interface OutboxEntry {
 }
 
 /**
+ * Entries `Store.queue` took: their ids are allocated, their commit
+ * is under way.
+ */
+export interface Queued {
+  /** The entries, in id order. */
+  entries: OutboxEntry[];
+  /** Resolves with them once durable; rejects when the commit failed. */
+  durable: Promise<OutboxEntry[]>;
+  /**
+   * They may go to the socket now, before `durable`: their ids are within
+   * `EARLY_WRITE_MS` (5 s, storage/outbox.ts) of the last durable one, and no entry queued
+   * before waits for its commit to be written.
+   */
+  early: boolean;
+}
+
+/**
+ * The outbox records as `Peer.send` queues through them (the Deno KV one is
+ * `Outbox`, storage/outbox.ts).
+ */
+export interface OutboxRecords {
+  /**
+   * {@link Store.enqueue} without waiting: the entries with their ids at
+   * once, the promise of their commit, and whether they may be written
+   * before it (never when `mayBeEarly` is false). Throws on a bad draft,
+   * queuing nothing.
+   */
+  queue(peer: string, drafts: OutboxDraft[], mayBeEarly?: boolean): Queued;
+}
+
+/**
  * The wire line of an outbox entry: `t`, its id and ts, then its stored
  * fields (the envelope first, as on every line we write). A chunk's `data`
  * is added by whoever reads its bytes.
@@ -345,6 +376,9 @@ export interface Store extends ReceivedRecords {
    */
   enqueue(peer: string, drafts: OutboxDraft[]): Promise<OutboxEntry[]>;
 
+  /** The outbox records, as `Peer.send` queues through them. */
+  readonly outboxRecords: OutboxRecords;
+
   /** Every unacked outbox entry for `peer`, in id order. */
   outbox(peer: string): Promise<OutboxEntry[]>;
 
@@ -382,8 +416,10 @@ export interface Store extends ReceivedRecords {
   /**
    * Handles an ack of `id` in thread `th`: removes that entry, the earlier
    * never-acked non-msg/state lines of the same thread, and the earlier
-   * grant, introduce and err lines to `peer` in any thread. Returns true when
-   * the id was in the outbox.
+   * grant, introduce and err lines to `peer` in any thread. Resolves (true
+   * when the id was in the outbox) once the ack is taken: after the entry's
+   * own commit, when it was written before it (`Outbox.queue`); the deletes
+   * commit later, with the next commit.
    */
   acked(peer: string, th: string | undefined, id: string): Promise<boolean>;
 

@@ -37,12 +37,17 @@ export async function readConversation(
   blobUrl: (peer: string, dir: "in" | "out", ref: string) => string,
 ): Promise<Conversation> {
   const store = peer.store;
-  const [log, outbox, record, thread] = await Promise.all([
+  const [log, outbox, record, thread, peers] = await Promise.all([
     peer.log({ peer: key, th }),
     store.outbox(key),
     store.peer(key),
     store.thread(key, th),
+    peer.peers(),
   ]);
+  // Our lines are logged when queued: an unacked one is on its way while
+  // the peer is connected (written at once, or replayed on its resume),
+  // queued while it is away.
+  const connected = peers.some((p) => p.key === key && p.connected);
   const unacked = new Map(
     outbox.filter((e) => e.th === th && (e.t === "msg" || e.t === "state"))
       .map((e) => [e.id, e]),
@@ -65,7 +70,13 @@ export async function readConversation(
       toItem(
         m,
         e.dir,
-        e.dir === "out" ? (unacked.has(e.id) ? "sent" : "acked") : undefined,
+        e.dir !== "out"
+          ? undefined
+          : !unacked.has(e.id)
+          ? "acked"
+          : connected
+          ? "sent"
+          : "queued",
       ),
     );
   }

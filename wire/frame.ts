@@ -46,19 +46,36 @@ const encoder = new TextEncoder();
  * ```
  */
 export function encodeLine(message: object): Uint8Array {
+  return encodeTextLine(message).bytes;
+}
+
+/**
+ * {@linkcode encodeLine}, with the line's JSON text too (newline excluded):
+ * serialized once, for a caller that logs what it writes.
+ *
+ * @example
+ * ```ts
+ * import { encodeTextLine } from "./frame.ts";
+ * const { text, bytes } = encodeTextLine({ t: "bye", id: "1", ts: "2026-01-01T00:00:00.000Z" });
+ * console.log(text.length + 1 === bytes.length); // true
+ * ```
+ */
+export function encodeTextLine(
+  message: object,
+): { text: string; bytes: Uint8Array } {
   if (
     message === null || typeof message !== "object" || Array.isArray(message)
   ) {
     throw new TypeError("encodeLine: message must be a JSON object");
   }
-  const json = JSON.stringify(message);
-  if (typeof json !== "string") {
+  const text = JSON.stringify(message);
+  if (typeof text !== "string") {
     throw new TypeError("encodeLine: message is not serializable as JSON");
   }
-  const bytes = encoder.encode(json + "\n");
+  const bytes = encoder.encode(text + "\n");
   const size = bytes.length - 1;
   if (size > MAX_LINE_BYTES) throw new LineTooLargeError(size);
-  return bytes;
+  return { text, bytes };
 }
 
 /**

@@ -72,9 +72,13 @@ export class IdGenerator {
 
   /**
    * `last` must be a canonical ULID (26 upper case Crockford characters);
-   * `now` defaults to `Date.now` and exists for tests.
+   * `skipMs` puts the next id at least that many ms past `last`'s time
+   * (ids handed out after `last` but never recorded stay below it); `now`
+   * defaults to `Date.now` and exists for tests.
    */
-  constructor(options: { last?: string; now?: () => number } = {}) {
+  constructor(
+    options: { last?: string; skipMs?: number; now?: () => number } = {},
+  ) {
     this.#now = options.now ?? Date.now;
     if (options.last !== undefined) {
       const time = decodeTime(options.last);
@@ -85,10 +89,11 @@ export class IdGenerator {
           }`,
         );
       }
-      this.#time = time;
-      this.#random = [...options.last.slice(TIME_CHARS)].map((c) =>
-        DECODE.get(c)!
-      );
+      const skip = Math.max(0, Math.floor(options.skipMs ?? 0));
+      this.#time = Math.min(time + skip, MAX_TIME);
+      this.#random = skip > 0 && this.#time > time
+        ? new Array(RANDOM_CHARS).fill(0)
+        : [...options.last.slice(TIME_CHARS)].map((c) => DECODE.get(c)!);
       this.#last = options.last;
     }
   }

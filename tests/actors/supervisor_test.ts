@@ -6,6 +6,7 @@ import {
   type SupervisorOptions,
 } from "../../actors/supervisor.ts";
 import { MemoryStore } from "../../storage/memory_store.ts";
+import { queueLines } from "../../peer/peer_sender.ts";
 import { Signer } from "../../wire/keys.ts";
 
 interface TestPeer {
@@ -78,8 +79,11 @@ Deno.test("two supervisors exchange messages over a real socket; acks empty the 
     assert.equal(remote.name, "a");
     assert.equal(remote.addr, listener.addr, "hello.addr advertised");
     await until(() => a.sup.connection(b.key)?.state === "open", "a open");
-    await b.sup.send(a.key, [msg("t1", "hello a"), msg("t1", "again")]);
-    await a.sup.send(b.key, [msg("t2", "hello b")]);
+    await queueLines(b.store, b.sup, a.key, [
+      msg("t1", "hello a"),
+      msg("t1", "again"),
+    ]);
+    await queueLines(a.store, a.sup, b.key, [msg("t2", "hello b")]);
     await until(() => a.got.length === 2 && b.got.length === 1, "delivery");
     assert.deepEqual(texts(a), ["hello a", "again"]);
     assert.deepEqual(texts(b), ["hello b"]);
@@ -132,7 +136,7 @@ Deno.test("a newer connection to the same key replaces the older one", async () 
     const second = a.sup.connection(b1.key)!;
     assert.notEqual(second, first);
     assert.equal(a.sup.counts.active, 1);
-    await b2.sup.send(a.key, [msg("t", "over the new one")]);
+    await queueLines(b2.store, b2.sup, a.key, [msg("t", "over the new one")]);
     await until(() => a.got.length === 1, "delivery on the new connection");
     assert.equal(a.got[0].connection, second);
   } finally {
@@ -161,7 +165,9 @@ Deno.test("simultaneous open: both sides keep the connection dialed by the small
     assert.equal(ca.dialed, smallerIsA, "a kept the smaller key's dial");
     assert.equal(cb.dialed, !smallerIsA, "b kept the smaller key's dial");
     await until(() => ca.state === "open" && cb.state === "open", "open");
-    await a.sup.send(b.key, [msg("s", "ping over the survivor")]);
+    await queueLines(a.store, a.sup, b.key, [
+      msg("s", "ping over the survivor"),
+    ]);
     await until(() => b.got.length === 1, "delivery");
     assert.equal(b.got[0].connection, cb);
   } finally {
@@ -193,7 +199,7 @@ Deno.test("a throwing handler or a garbage client does not take the supervisor d
   try {
     const listener = await a.sup.listen("tcp:127.0.0.1:0");
     await b.sup.connect(listener.addr);
-    await b.sup.send(a.key, [
+    await queueLines(b.store, b.sup, a.key, [
       msg("sync", "boom"),
       msg("async", "x"),
       msg("nobody", "y"),
@@ -226,7 +232,7 @@ Deno.test("a throwing handler or a garbage client does not take the supervisor d
     await until(() => a.sup.counts.connections === 1, "garbage conn gone");
     assert.equal(a.sup.state, "running");
     assert.equal(a.sup.connection(b.key)?.state, "open");
-    await b.sup.send(a.key, [msg("sync", "still here")]);
+    await queueLines(b.store, b.sup, a.key, [msg("sync", "still here")]);
     await until(() => got.length === 2, "delivery after all that");
   } finally {
     await stopAll(a, b);
@@ -242,12 +248,12 @@ Deno.test("the dialer reconnects with backoff and resume delivers what was queue
     const listener = await a.sup.listen("tcp:127.0.0.1:0");
     const address = listener.addr;
     b.sup.reach(a.key, [address]);
-    await b.sup.send(a.key, [msg("t", "first")]);
+    await queueLines(b.store, b.sup, a.key, [msg("t", "first")]);
     await until(() => a.got.length === 1, "first delivery");
     // a goes away; b queues while it is down and keeps retrying.
     await a.sup.stop();
     await until(() => b.sup.connection(a.key) === undefined, "b sees it");
-    await b.sup.send(a.key, [msg("t", "queued while down")]);
+    await queueLines(b.store, b.sup, a.key, [msg("t", "queued while down")]);
     await until(
       () => b.events.some((e) => e.type === "dial_failed"),
       "b retries and fails while a is down",

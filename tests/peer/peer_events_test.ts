@@ -119,3 +119,32 @@ Deno.test("line events: every line after the handshake, in and out, chunks witho
     await Deno.remove(home, { recursive: true });
   }
 });
+
+Deno.test("line events: a filter picks the lines by direction and type", async () => {
+  const a = await Peer.open({ memory: true, name: "alice", ...FAST_PEER });
+  const b = await Peer.open({
+    memory: true,
+    name: "bob",
+    lineEvents: (dir, t) => dir === "in" && t !== "msg",
+    ...FAST_PEER,
+  });
+  const bLog = new EventLog(b);
+  try {
+    await a.connect(await b.listen("tcp:127.0.0.1:0"));
+    const sent = await a.send(b.key, "hi");
+    await a.waitAck(sent.id, { timeoutMs: 5000 });
+    await a.grant(b.key, ["exec"]);
+    await bLog.until(() => bLog.of("grant").length === 1, "grant");
+    await bLog.until(
+      () => bLog.of("line").some((e) => e.message.t === "grant"),
+      "the grant's line event",
+    );
+    const lines = bLog.of("line");
+    assert.ok(lines.every((e) => e.dir === "in" && e.message.t !== "msg"));
+    assert.equal(bLog.messages().length, 1, "the msg has its own event");
+  } finally {
+    await a.close();
+    await b.close();
+    await bLog.done;
+  }
+});

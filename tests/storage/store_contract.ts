@@ -8,7 +8,12 @@
 
 import assert from "node:assert/strict";
 import type { KvStoreOptions } from "../../storage/kv_store.ts";
-import type { IncomingLine, OutboxDraft, Store } from "../../storage/store.ts";
+import {
+  entryLine,
+  type IncomingLine,
+  type OutboxDraft,
+  type Store,
+} from "../../storage/store.ts";
 
 /** How a test gets a store; `reopen` (durable stores) closes and reopens it. */
 export interface StoreHarness {
@@ -603,8 +608,15 @@ const cases: Case[] = [
         message: JSON.parse(line),
         raw: line,
       }]);
-      const [logged] = await store.readLog({ peer: PEER, th: "t1" });
-      assert.equal(logged.line, line);
+      const rows = await store.readLog({ peer: PEER, th: "t1" });
+      // The enqueue logged its out rows with it, once each; then the receive.
+      assert.deepEqual(rows.map((r) => [r.dir, r.id]), [
+        ["out", a.id],
+        ["out", b.id],
+        ["in", "BIG"],
+      ]);
+      assert.deepEqual(JSON.parse(rows[0].line), entryLine(a));
+      assert.equal(rows[2].line, line);
       assert.equal(await store.acked(PEER, "t1", a.id), true);
       assert.deepEqual(await store.outbox(PEER), [b, c]);
       assert.deepEqual(await store.replay(PEER, {}), [b, c]);

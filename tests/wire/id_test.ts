@@ -57,6 +57,21 @@ Deno.test("ids: a restarted generator continues above last, even with an earlier
   assert.equal(idTime(bumped), idTime("01ARZ3NDEKZZZZZZZZZZZZZZZZ")! + 1);
 });
 
+Deno.test("ids: skipMs restarts past ids handed out after last but never recorded", () => {
+  const t = 1_800_000_000_000;
+  const before = new IdGenerator({ now: () => t });
+  const last = before.next(); // recorded
+  // Issued (written to a socket) later, then lost with a crash.
+  const unrecorded = new IdGenerator({ last, now: () => t + 4_999 }).next();
+  const restarted = new IdGenerator({ last, skipMs: 5_000, now: () => t });
+  const next = restarted.next();
+  assert.ok(next > unrecorded, `${next} <= ${unrecorded}`);
+  assert.equal(idTime(next), t + 5_000);
+  // A clock already past the skip is used as it is.
+  const later = new IdGenerator({ last, skipMs: 5_000, now: () => t + 9_000 });
+  assert.equal(idTime(later.next()), t + 9_000);
+});
+
 Deno.test("ids: a bad last is refused with a clear error; idTime rejects non-ULIDs", () => {
   assert.throws(
     () => new IdGenerator({ last: "01arz3ndektsv4rrffq69g5fav" }),

@@ -1,0 +1,98 @@
+import assert from "node:assert/strict";
+import { type Delivery, Supervisor } from "../../actors/supervisor.ts";
+import { queueLines } from "../../peer/peer_sender.ts";
+import { DenoKvBackend, type KvBackend } from "../../storage/kv/kv_backend.ts";
+import type { Mutation } from "../../storage/kv/key.ts";
+import { KvStore } from "../../storage/kv_store.ts";
+import { MemoryStore } from "../../storage/memory_store.ts";
+import { Signer } from "../../wire/keys.ts";
+
+/** Deno KV whose commits wait while `gate` is set (a stalled disk). */
+class GatedBackend implements KvBackend {
+  #inner: KvBackend;
+  gate: Promise<void> | undefined;
+  constructor(inner: KvBackend) {
+    this.#inner = inner;
+  }
+  get(key: Mutation["key"]) {
+    return this.#inner.get(key);
+  }
+  list(range: Parameters<KvBackend["list"]>[0]) {
+    return this.#inner.list(range);
+  }
+  async commit(mutations: Mutation[]) {
+    await this.gate;
+    await this.#inner.commit(mutations);
+  }
+  close() {
+    this.#inner.close();
+  }
+}
+
+Deno.test("a msg is written while its commit runs; its ack is taken only once that commit is durable", async () => {
+  const backend = new GatedBackend(
+    new DenoKvBackend(await Deno.openKv(":memory:")),
+  );
+  const aStore = new KvStore(backend);
+  const bStore = new MemoryStore();
+  const acks: string[] = [];
+  let open = () => {};
+  const got: Delivery[] = [];
+  const a = new Supervisor({
+    signer: await Signer.generate(),
+    store: aStore,
+    timeouts: { pingInterval: 0 },
+    onAck: (_peer, ack) => acks.push(ack.re),
+  });
+  const bSigner = await Signer.generate();
+  const b = new Supervisor({
+    signer: bSigner,
+    store: bStore,
+    timeouts: { pingInterval: 0 },
+    routes: { thread: () => (d) => void got.push(d) },
+  });
+  try {
+    const listener = await b.listen("tcp:127.0.0.1:0");
+    await a.connect(listener.addr);
+    const draft = (text: string) => ({
+      fields: { t: "msg", th: "t", parts: [{ k: "text", text }] },
+    });
+    // Nothing durable yet: the first msg waits for its commit.
+    const [first] = await queueLines(aStore, a, bSigner.key, [draft("one")]);
+    await until(() => acks.includes(first.id), "first acked");
+
+    backend.gate = new Promise((resolve) => open = resolve);
+    let durable = false;
+    const sending = queueLines(aStore, a, bSigner.key, [draft("two")])
+      .then(([entry]) => {
+        durable = true;
+        return entry;
+      });
+    // The receiver has it (committed, acked) while our commit still runs.
+    await until(() => got.length === 2, "second delivered");
+    assert.equal(durable, false, "delivered before the sender's commit");
+    // Their ack is in, but not taken while our commit is held.
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(acks.length, 1);
+    open();
+    const second = await sending;
+    await until(() => acks.includes(second.id), "second acked");
+    // Taken after our own commit, never before (the remote acked earlier).
+    assert.equal(durable, true);
+    assert.equal(await aStore.inOutbox(bSigner.key, second.id), false);
+  } finally {
+    open();
+    await a.stop();
+    await b.stop();
+    aStore.close();
+    bStore.close();
+  }
+});
+
+async function until(check: () => boolean, what: string, ms = 5000) {
+  const start = Date.now();
+  while (!check()) {
+    if (Date.now() - start > ms) throw new Error(`timed out waiting: ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
