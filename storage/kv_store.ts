@@ -123,7 +123,8 @@ export class KvStore implements Store {
     resume: { lastId?: string; seq?: number; logBytes?: number } = {},
     options: KvStoreOptions = {},
   ) {
-    this.#c = new GroupCommitter(backend);
+    // A received line reads its thread's seen and thread records: from memory.
+    this.#c = new GroupCommitter(backend, ["seen", "thr"]);
     this.#log = new TrafficLog(this.#c, {
       seq: resume.seq ?? 0,
       logBytes: resume.logBytes ?? 0,

@@ -120,7 +120,9 @@ export class ReceivedLines {
     const pk = keyText(peer);
     // The `rx` rows are not read ahead: a line above its thread's `max` is
     // new without a read, which is every line of an in-order sender.
-    // The thread record is read only for a msg or state (`touch`).
+    // The thread record is read only for a msg or state (`touch`). Both
+    // usually come from the committer's memory (`CommittedCache`): only
+    // those not in it are read ahead from KV.
     const prefetch: Key[] = lines.flatMap((line): Key[] => {
       const tk = threadKey(line.th);
       return line.th !== undefined && (line.t === "msg" || line.t === "state")

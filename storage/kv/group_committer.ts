@@ -8,12 +8,15 @@
  * is durable. No fixed wait: one call alone commits at once. A call's
  * build runs in submission order and sees every earlier call's writes
  * (durable or not); an `exclusive` call runs alone, after everything before
- * it is durable (for scans that must see a settled store).
+ * it is durable (for scans that must see a settled store). Records of the
+ * kinds named at construction are kept in a {@link CommittedCache}, so a
+ * build reads them from memory.
  *
  * @module
  */
 
 import { Batch } from "./batch.ts";
+import { CommittedCache } from "./committed_cache.ts";
 import type { KvBackend } from "./kv_backend.ts";
 import { encodeKey, type Key, type Mutation } from "./key.ts";
 import { collectRecords, readRecord } from "./split_record.ts";
@@ -55,10 +58,17 @@ export class GroupCommitter {
   #overlay: Map<string, Mutation> = new Map();
   /** Values read ahead for the current drain (older than the overlay). */
   #prefetched: Map<string, unknown> = new Map();
+  /** Committed values of the cached kinds (see {@link CommittedCache}). */
+  #cache: CommittedCache | undefined;
 
-  /** The writer of `backend` (which it closes on {@link close}). */
-  constructor(backend: KvBackend) {
+  /**
+   * The writer of `backend` (which it closes on {@link close}); keeps in
+   * memory the committed records whose key starts with one of `cached`
+   * (it must be their only writer).
+   */
+  constructor(backend: KvBackend, cached: readonly string[] = []) {
     this.backend = backend;
+    if (cached.length > 0) this.#cache = new CommittedCache(cached);
   }
 
   /**
@@ -130,15 +140,18 @@ export class GroupCommitter {
         waiting = [];
         batch = new Batch();
         if (current.size > 0) {
+          const mutations = [...current.mutations.values()];
           try {
-            await this.backend.commit([...current.mutations.values()]);
+            await this.backend.commit(mutations);
           } catch (error) {
             failed = true;
             failure = error;
+            this.#cache?.failed(mutations);
             this.#overlay.clear();
             for (const w of done) w.op.reject(error);
             return false;
           }
+          this.#cache?.committed(mutations);
         }
         for (const w of done) w.op.resolve(w.result);
         return true;
@@ -156,7 +169,12 @@ export class GroupCommitter {
           this.#overlay.clear();
           this.#prefetched.clear();
         }
-        const tx = new Tx(this.backend, this.#overlay, this.#prefetched);
+        const tx = new Tx(
+          this.backend,
+          this.#overlay,
+          this.#prefetched,
+          this.#cache,
+        );
         let result: unknown;
         try {
           result = await op.build(tx);
@@ -196,8 +214,12 @@ export class GroupCommitter {
   /** Reads the keys the batch will need concurrently, not one by one. */
   async #prefetch(ops: Op[]): Promise<void> {
     const keys = new Map<string, Key>();
+    const cache = this.#cache;
     for (const op of ops) {
-      for (const key of op.prefetch ?? []) keys.set(encodeKey(key), key);
+      for (const key of op.prefetch ?? []) {
+        const k = encodeKey(key);
+        if (!cache?.has(k)) keys.set(k, key);
+      }
     }
     const all = [...keys];
     for (let i = 0; i < all.length; i += PREFETCH_AT_ONCE) {
@@ -206,7 +228,10 @@ export class GroupCommitter {
         const values = await Promise.all(
           slice.map(([, key]) => this.backend.get(key)),
         );
-        slice.forEach(([k], j) => this.#prefetched.set(k, values[j]));
+        slice.forEach(([k, key], j) => {
+          this.#prefetched.set(k, values[j]);
+          cache?.fill(key, k, values[j]);
+        });
       } catch {
         return; // The builds will read (and report) for themselves.
       }

@@ -8,6 +8,7 @@
  */
 
 import { assembleRecord, PART_BYTES } from "./split_record.ts";
+import type { CommittedCache } from "./committed_cache.ts";
 import type { KvBackend } from "./kv_backend.ts";
 import { encodeKey, type Key, type Mutation } from "./key.ts";
 
@@ -29,7 +30,8 @@ const utf8 = new TextEncoder();
 /**
  * The writes and reads of one queued call. Reads see this call's own
  * writes, then those of earlier calls of the same drain (not yet durable),
- * then values read ahead, then the backend.
+ * then the committer's cache of committed values, then values read ahead,
+ * then the backend.
  *
  * @example
  * ```ts ignore
@@ -41,21 +43,28 @@ export class Tx {
   #backend: KvBackend;
   #overlay: Map<string, Mutation>;
   #prefetched: Map<string, unknown>;
+  #cache: CommittedCache | undefined;
   /** Mutations this call made, by encoded key (latest wins). */
   readonly local: Map<string, Mutation> = new Map();
   /** Closed groups, each atomic, in commit order. */
   readonly done: Mutation[][] = [];
   #open: Mutation[] = [];
 
-  /** A transaction over `backend`, seeing the drain's `overlay` first. */
+  /**
+   * A transaction over `backend`, seeing the drain's `overlay` first; built
+   * only while no commit is in flight, so what it reads from `backend` may
+   * fill `cache`.
+   */
   constructor(
     backend: KvBackend,
     overlay: Map<string, Mutation>,
     prefetched: Map<string, unknown>,
+    cache?: CommittedCache,
   ) {
     this.#backend = backend;
     this.#overlay = overlay;
     this.#prefetched = prefetched;
+    this.#cache = cache;
   }
 
   /** All groups, the open one last. */
@@ -68,8 +77,16 @@ export class Tx {
     const k = encodeKey(key);
     const m = this.local.get(k) ?? this.#overlay.get(k);
     if (m) return Promise.resolve(m.value);
+    const cache = this.#cache;
+    if (cache?.has(k)) return Promise.resolve(cache.get(k));
     if (this.#prefetched.has(k)) {
       return Promise.resolve(this.#prefetched.get(k));
+    }
+    if (cache?.covers(key)) {
+      return this.#backend.get(key).then((value) => {
+        cache.fill(key, k, value);
+        return value;
+      });
     }
     return this.#backend.get(key);
   }

@@ -1,0 +1,119 @@
+/**
+ * {@link CommittedCache}: the committed KV values of a few record kinds
+ * (those whose key starts with one of a set of first parts), kept in memory
+ * by the `GroupCommitter` so that a build reads them without a KV round
+ * trip (a received line's thread `seen` and `thr` records).
+ *
+ * It holds only what KV holds: a value enters when read from KV by the
+ * committer while no commit is in flight, or when a commit that wrote it
+ * resolved; a commit that fails drops the keys it wrote (KV may hold
+ * either value), so the next read goes to KV. A crash loses only memory.
+ *
+ * @module
+ */
+
+import { encodeKey, type Key, type Mutation } from "./key.ts";
+
+/** A mutation whose encoded key may already be known (see `Tx`). */
+type MaybeEncoded = Mutation & { encoded?: string };
+
+/** Values kept at most (two per thread: `seen` and `thr`). */
+const MAX_ENTRIES = 8192;
+/** Estimated bytes kept at most. */
+const MAX_BYTES = 4 * 1024 * 1024;
+
+function cost(encoded: string, value: unknown): number {
+  return encoded.length * 2 + 48 +
+    (value instanceof Uint8Array ? value.byteLength : 16);
+}
+
+/**
+ * A bounded LRU of committed values by encoded key, for keys whose first
+ * part is one of `kinds`. `undefined` is a kept value (no such key in KV).
+ *
+ * @example
+ * ```ts
+ * import { CommittedCache } from "./committed_cache.ts";
+ * import { encodeKey } from "./key.ts";
+ * const cache = new CommittedCache(["seen"]);
+ * cache.committed([{ key: ["seen", "p", "t"], value: 1 }]);
+ * console.log(cache.has(encodeKey(["seen", "p", "t"]))); // true
+ * cache.failed([{ key: ["seen", "p", "t"], value: 2 }]);
+ * console.log(cache.has(encodeKey(["seen", "p", "t"]))); // false
+ * ```
+ */
+export class CommittedCache {
+  #kinds: ReadonlySet<string>;
+  #values = new Map<string, unknown>();
+  #bytes = 0;
+
+  /** A cache of the keys whose first part is in `kinds`. */
+  constructor(kinds: Iterable<string>) {
+    this.#kinds = new Set(kinds);
+  }
+
+  /** True when `key` is of a kind this cache keeps. */
+  covers(key: Key): boolean {
+    return typeof key[0] === "string" && this.#kinds.has(key[0]);
+  }
+
+  /** True when the committed value of `encoded` is known. */
+  has(encoded: string): boolean {
+    return this.#values.has(encoded);
+  }
+
+  /** The committed value of `encoded` (check {@link has} first). */
+  get(encoded: string): unknown {
+    const value = this.#values.get(encoded);
+    // Most recently used last.
+    this.#values.delete(encoded);
+    this.#values.set(encoded, value);
+    return value;
+  }
+
+  /**
+   * Keeps `value` read from KV at `key`: only while no commit is in
+   * flight, so it cannot be older than a commit already taken.
+   */
+  fill(key: Key, encoded: string, value: unknown): void {
+    if (this.covers(key)) this.#set(encoded, value);
+  }
+
+  /** Takes the values of a commit that resolved. */
+  committed(mutations: Iterable<Mutation>): void {
+    for (const m of mutations) {
+      if (!this.covers(m.key)) continue;
+      this.#set((m as MaybeEncoded).encoded ?? encodeKey(m.key), m.value);
+    }
+  }
+
+  /** Forgets the keys of a commit that failed: KV may hold either value. */
+  failed(mutations: Iterable<Mutation>): void {
+    for (const m of mutations) {
+      if (this.covers(m.key)) {
+        this.#delete((m as MaybeEncoded).encoded ?? encodeKey(m.key));
+      }
+    }
+  }
+
+  /** Forgets everything (after a failure whose keys are unknown). */
+  clear(): void {
+    this.#values.clear();
+    this.#bytes = 0;
+  }
+
+  #set(encoded: string, value: unknown): void {
+    this.#delete(encoded);
+    this.#values.set(encoded, value);
+    this.#bytes += cost(encoded, value);
+    while (this.#values.size > MAX_ENTRIES || this.#bytes > MAX_BYTES) {
+      this.#delete(this.#values.keys().next().value!);
+    }
+  }
+
+  #delete(encoded: string): void {
+    if (!this.#values.has(encoded)) return;
+    this.#bytes -= cost(encoded, this.#values.get(encoded));
+    this.#values.delete(encoded);
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * The committer keeps threads' `seen` and `thr` records in memory
+ * (`storage/kv/committed_cache.ts`): a received line reads them without a
+ * KV round trip, and the memory never says what Deno KV does not hold,
+ * whoever wrote last (markRead, retention, a failed commit).
+ */
+
+import assert from "node:assert/strict";
+import { CommittedCache } from "../../../storage/kv/committed_cache.ts";
+import { encodeKey, type Key, type Mutation } from "../../../storage/kv/key.ts";
+import { DenoKvBackend } from "../../../storage/kv/kv_backend.ts";
+import { readRecord } from "../../../storage/kv/split_record.ts";
+import { KvStore } from "../../../storage/kv_store.ts";
+import type { IncomingLine } from "../../../storage/store.ts";
+
+const PEER = "ed25519:CCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC";
+
+function line(th: string, n: number): IncomingLine {
+  const id = `01J${String(n).padStart(10, "0")}`;
+  const message = { t: "msg", id, ts: "2026-01-01T00:00:00Z", th, parts: [] };
+  return { id, t: "msg", th, message, raw: JSON.stringify(message) };
+}
+
+/** Real Deno KV whose reads are counted and whose next commit can fail. */
+class CountingBackend extends DenoKvBackend {
+  gets = 0;
+  failNext = false;
+
+  override get(key: Key): Promise<unknown> {
+    this.gets++;
+    return super.get(key);
+  }
+
+  override commit(mutations: Mutation[]): Promise<void> {
+    if (this.failNext) {
+      this.failNext = false;
+      return Promise.reject(new Error("disk full"));
+    }
+    return super.commit(mutations);
+  }
+}
+
+async function fixture() {
+  const dir = await Deno.makeTempDir({ prefix: "awp-seen-cache-" });
+  const path = `${dir}/store.kv`;
+  const backend = new CountingBackend(await Deno.openKv(path));
+  const store = new KvStore(backend);
+  // A second handle on the same file: what a restart would read.
+  const disk = new DenoKvBackend(await Deno.openKv(path));
+  const onDisk = (kind: string, th: string) =>
+    readRecord<Record<string, unknown>>(disk, [kind, PEER, th]);
+  return {
+    backend,
+    store,
+    onDisk,
+    async [Symbol.asyncDispose]() {
+      store.close();
+      disk.close();
+      await new Promise((r) => setTimeout(r, 10));
+      await Deno.remove(dir, { recursive: true });
+    },
+  };
+}
+
+Deno.test("CommittedCache: keeps its kinds, forgets a failed commit's keys, stays bounded", () => {
+  const cache = new CommittedCache(["seen"]);
+  const k = (n: number): Key => ["seen", "p", `t${n}`];
+  assert.equal(cache.covers(["thr", "p", "t"]), false);
+  cache.committed([{ key: ["thr", "p", "t"], value: 1 }, {
+    key: k(0),
+    value: undefined,
+  }]);
+  assert.equal(cache.has(encodeKey(["thr", "p", "t"])), false);
+  assert.equal(cache.has(encodeKey(k(0))), true, "a delete is known too");
+  assert.equal(cache.get(encodeKey(k(0))), undefined);
+  cache.failed([{ key: k(0), value: 5 }]);
+  assert.equal(cache.has(encodeKey(k(0))), false);
+  for (let n = 0; n < 10_000; n++) cache.fill(k(n), encodeKey(k(n)), n);
+  assert.equal(cache.has(encodeKey(k(0))), false, "the oldest went first");
+  assert.equal(cache.has(encodeKey(k(9_999))), true);
+});
+
+Deno.test("a thread's next received line reads no KV; markRead before it counts", async () => {
+  await using f = await fixture();
+  await f.store.receive(PEER, [line("t", 1)]);
+  const gets = f.backend.gets;
+  await f.store.receive(PEER, [line("t", 2)]);
+  assert.equal(f.backend.gets, gets, "seen and thr came from memory");
+  await f.store.patchThread(PEER, "t", { read: true });
+  await f.store.receive(PEER, [line("t", 3)]);
+  assert.equal((await f.store.thread(PEER, "t"))?.unread, 1);
+  assert.equal((await f.onDisk("thr", "t"))?.unread, 1);
+  assert.deepEqual(await f.store.seen(PEER), { t: line("t", 3).id });
+});
+
+Deno.test("retention's dedup floor and forgotten seen are what the next line sees", async () => {
+  await using f = await fixture();
+  await f.store.receive(PEER, [line("open", 1), line("open", 2)]);
+  await f.store.receive(PEER, [line("ended", 5)]);
+  await f.store.patchThread(PEER, "ended", {
+    mine: { state: "done", ts: "2026-01-01T00:00:00Z" },
+  });
+  await f.store.expireOutbox(Date.now() + 60_000);
+  assert.equal(await f.onDisk("seen", "ended"), undefined);
+  assert.equal((await f.onDisk("seen", "open"))?.floor, line("open", 2).id);
+  // Below the floor: a replay, though its rx row is gone.
+  const [replay] = await f.store.receive(PEER, [line("open", 1)]);
+  assert.equal(replay.duplicate, true);
+  // The ended thread starts over: its old max is forgotten.
+  const [fresh] = await f.store.receive(PEER, [line("ended", 3)]);
+  assert.equal(fresh.duplicate, false);
+  assert.equal((await f.onDisk("seen", "ended"))?.max, line("ended", 3).id);
+  assert.deepEqual(await f.store.seen(PEER), {
+    open: line("open", 2).id,
+    ended: line("ended", 3).id,
+  });
+});
+
+Deno.test("a failed commit leaves memory as KV is: the line is new when it comes again", async () => {
+  await using f = await fixture();
+  await f.store.receive(PEER, [line("t", 1)]);
+  f.backend.failNext = true;
+  await assert.rejects(f.store.receive(PEER, [line("t", 2)]), /disk full/);
+  assert.equal((await f.onDisk("seen", "t"))?.max, line("t", 1).id);
+  const [again] = await f.store.receive(PEER, [line("t", 2)]);
+  assert.equal(again.duplicate, false);
+  assert.equal((await f.store.thread(PEER, "t"))?.unread, 2);
+  assert.equal((await f.onDisk("seen", "t"))?.max, line("t", 2).id);
+  // A putThread (another writer of thr) is what the next line builds on.
+  const record = (await f.store.thread(PEER, "t"))!;
+  await f.store.putThread({ ...record, unread: 10 });
+  await f.store.receive(PEER, [line("t", 3)]);
+  assert.equal((await f.onDisk("thr", "t"))?.unread, 11);
+});
