@@ -355,6 +355,8 @@ export class Connection {
     opened() {
       const c = this.#c;
       c.#opened = true;
+      // From here lines may come in bursts; the handshake's went at once.
+      c.#t.holdBursts?.(true);
       // Both auths are done: the hellos' bytes are not needed any more.
       c.#myHello = undefined;
       c.#peerHello = undefined;

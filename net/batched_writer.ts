@@ -37,11 +37,13 @@ export interface BatchedWriterOptions {
 export const BATCH_BYTES = 256 * 1024;
 
 /**
- * A write asked for this soon after the last one began is part of a burst:
- * it waits for the end of the event loop's turn (a 0 ms timer), so the
- * lines queued meanwhile share its syscall. A socket write completes at
- * once, so without this a burst's lines, each queued a few microtasks
- * apart, went out one syscall each. A lone line goes at once.
+ * Once {@link BatchedWriter.holdBursts} is on, a write asked for this soon
+ * after the last one began is part of a burst: it waits for the end of the
+ * event loop's turn (a 0 ms timer, about 1 ms here), so the lines queued
+ * meanwhile share its syscall. A socket write completes at once, so
+ * without this a burst's lines, each queued a few microtasks apart, went
+ * out one syscall each. A lone line goes at once. Off during a handshake,
+ * whose lines follow each other by one round trip and must not wait.
  */
 const BURST_MS = 1;
 
@@ -83,6 +85,8 @@ export class BatchedWriter {
   #closed = false;
   /** When the last write began (see {@link BURST_MS}). */
   #lastWrite = -Infinity;
+  /** Whether a burst's lines wait for the end of the turn (see {@link BURST_MS}). */
+  #holdBursts = false;
   /** Waiting flushes (made on the first: most connections never flush). */
   #idle: Array<() => void> | undefined;
 
@@ -94,6 +98,15 @@ export class BatchedWriter {
   /** True once {@link BatchedWriter.fail} ran (by the owner or a failed write). */
   get closed(): boolean {
     return this.#closed;
+  }
+
+  /**
+   * From now on (`on`), a line asked within 1 ms of the last write waits
+   * for the end of the event loop's turn, so a burst shares a syscall; off
+   * (the default), every line is written at once.
+   */
+  holdBursts(on: boolean): void {
+    this.#holdBursts = on;
   }
 
   /** A batch is being written (and so a frame may be half out). */
@@ -110,7 +123,9 @@ export class BatchedWriter {
     return new Promise<void>((resolve, reject) => {
       this.#queue.push({ bytes, raw, resolve, reject });
       if (this.#writing) return;
-      if (performance.now() - this.#lastWrite >= BURST_MS) {
+      if (
+        !this.#holdBursts || performance.now() - this.#lastWrite >= BURST_MS
+      ) {
         void this.#writeLoop();
       } else {
         this.#writing = true; // later lines queue behind it meanwhile

@@ -69,6 +69,12 @@ export interface Transport {
    */
   authenticated?(): void;
   /**
+   * The session is open (`on`): lines written in a burst may wait for the
+   * end of the turn to share a syscall (`BatchedWriter.holdBursts`); before
+   * it, every line (the handshake's) goes at once.
+   */
+  holdBursts?(on: boolean): void;
+  /**
    * Queues one encoded frame (ends in "\n"); frames queued while a write is
    * in flight are batched into one larger write. Resolves when written.
    * Rejects after close.
@@ -222,6 +228,10 @@ class ConnTransport implements Transport {
 
   write(frame: Uint8Array): Promise<void> {
     return this.#writer.write(frame);
+  }
+
+  holdBursts(on: boolean): void {
+    this.#writer.holdBursts(on);
   }
 
   flush(): Promise<void> {

@@ -296,6 +296,10 @@ export class WebSocketTransport implements Transport {
     return this.#writer.write(frame);
   }
 
+  holdBursts(on: boolean): void {
+    this.#writer.holdBursts(on);
+  }
+
   /** Each complete line of `bytes` as one text frame; a tail waits. */
   #frameLines(bytes: Uint8Array): Uint8Array {
     const lines: Uint8Array[] = [];

@@ -139,3 +139,43 @@ Deno.test("fail() by the owner rejects what is queued once and reports whether i
   await writer.flush();
   assert.equal(told, 0);
 });
+
+/** A sink that takes every write at once, recording each call. */
+function immediateSink() {
+  const writes: number[][] = [];
+  return {
+    writes,
+    write(bytes: Uint8Array): Promise<number> {
+      writes.push([...bytes]);
+      return Promise.resolve(bytes.length);
+    },
+  };
+}
+
+Deno.test("a line right after a write goes at once until holdBursts is on (a handshake's lines never wait)", async () => {
+  const sink = immediateSink();
+  const writer = new BatchedWriter(sink, { onFail() {} });
+  await writer.write(new Uint8Array([1]));
+  const second = writer.write(new Uint8Array([2]));
+  // Written before write() returned: no timer in between.
+  assert.deepEqual(sink.writes, [[1], [2]]);
+  await second;
+});
+
+Deno.test("with holdBursts on, lines asked within a burst wait for the end of the turn and share one write", async () => {
+  const sink = immediateSink();
+  const writer = new BatchedWriter(sink, { onFail() {} });
+  writer.holdBursts(true);
+  await writer.write(new Uint8Array([1])); // a lone line: at once
+  assert.deepEqual(sink.writes, [[1]]);
+  const b = writer.write(new Uint8Array([2]));
+  assert.deepEqual(sink.writes, [[1]], "held: it came right after a write");
+  await Promise.resolve();
+  const c = writer.write(new Uint8Array([3])); // a later microtask
+  await Promise.all([b, c]);
+  assert.deepEqual(sink.writes, [[1], [2, 3]]);
+  writer.holdBursts(false);
+  const d = writer.write(new Uint8Array([4]));
+  assert.deepEqual(sink.writes, [[1], [2, 3], [4]]);
+  await d;
+});
