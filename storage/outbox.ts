@@ -59,6 +59,12 @@ const DROPS_AT_ONCE = 512;
 
 /** Most entries in one replay page. */
 const REPLAY_PAGE_ENTRIES = 1_000;
+/**
+ * Entries in the first replay page; each next page doubles, up to
+ * {@link REPLAY_PAGE_ENTRIES}. Small first: its lines are on the wire (and
+ * the remote commits them) while the rest is still read from KV.
+ */
+const REPLAY_FIRST_PAGE = 64;
 /** Most stored bytes in one replay page (a page of big lines is shorter). */
 const REPLAY_PAGE_BYTES = 4 * 1024 * 1024;
 
@@ -333,6 +339,7 @@ export class Outbox {
     await this.#c.submit(true, () => undefined);
     let page: OutboxEntry[] = [];
     let bytes = 0;
+    let pageEntries = REPLAY_FIRST_PAGE;
     let covered: Array<{ entry: OutboxEntry; parts: number }> = [];
     const dropCovered = async () => {
       const drops = covered;
@@ -362,7 +369,7 @@ export class Outbox {
           bytes += listed.bytes;
         }
         if (
-          page.length >= REPLAY_PAGE_ENTRIES || bytes >= REPLAY_PAGE_BYTES ||
+          page.length >= pageEntries || bytes >= REPLAY_PAGE_BYTES ||
           covered.length >= REPLAY_PAGE_ENTRIES
         ) {
           await dropCovered();
@@ -370,6 +377,7 @@ export class Outbox {
             const full = page;
             page = [];
             bytes = 0;
+            pageEntries = Math.min(2 * pageEntries, REPLAY_PAGE_ENTRIES);
             yield full;
           }
         }

@@ -53,9 +53,17 @@ function validTime(text: string): boolean {
  * ```
  */
 export function isDateTime(text: string): boolean {
+  // The lines of a burst (and a batch's acks) share one timestamp.
+  if (text === lastValid) return true;
   const parts = text.split(/[tT\s]/);
-  return parts.length === 2 && validDate(parts[0]) && validTime(parts[1]);
+  const valid = parts.length === 2 && validDate(parts[0]) &&
+    validTime(parts[1]);
+  if (valid) lastValid = text;
+  return valid;
 }
+
+/** The last text {@link isDateTime} found valid. */
+let lastValid = "";
 
 /**
  * The length of `text` in code points (a surrogate pair counts once), as
