@@ -76,7 +76,18 @@ let lastValid = "";
  * ```
  */
 export function codePointLength(text: string): number {
-  let n = 0;
-  for (const _ of text) n++;
+  // Code units, less one per surrogate pair: no string per code point.
+  const units = text.length;
+  let n = units;
+  for (let i = 0; i < units - 1; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        n--;
+        i++;
+      }
+    }
+  }
   return n;
 }
