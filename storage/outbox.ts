@@ -52,6 +52,15 @@ export const LAST_ID: Key = ["id", "last"];
  */
 export const EARLY_WRITE_MS = 5_000;
 
+/**
+ * Most entries in one atomic group of an enqueue: each writes up to three
+ * keys (its record, log entry and thread index), and the group once the
+ * highest id and the log's counters, under Deno KV's 1,000 mutations.
+ */
+const GROUP_ENTRIES = 100;
+/** Estimated bytes of one group's entries, under Deno KV's 800 KiB commit. */
+const GROUP_BYTES = 600_000;
+
 /** Acked entries wait this long for a commit to ride along before their own. */
 const DROP_DELAY_MS = 25;
 /** Acked entries waiting that make a commit of their own at once. */
@@ -216,14 +225,29 @@ export class Outbox {
     const drops = this.#takeDrops();
     const durable = this.#c.submit(false, async (tx) => {
       for (const d of drops) dropEntry(tx, d.pk, d.meta.id, d.meta.n);
+      let inGroup = 0;
+      let groupBytes = 0;
       for (let i = 0; i < entries.length; i++) {
         const { peer: _, ...stored } = entries[i];
+        const row = logRow(entries[i]);
+        // The entry and its log row each hold the line: at most 3 bytes a
+        // character each, plus keys and fields.
+        const bytes = row.line.length * 6 + 1500;
+        if (
+          inGroup > 0 &&
+          (inGroup >= GROUP_ENTRIES || groupBytes + bytes > GROUP_BYTES)
+        ) {
+          this.#closeGroup(tx, entries[i - 1].id);
+          inGroup = 0;
+          groupBytes = 0;
+        }
+        inGroup++;
+        groupBytes += bytes;
         metas[i].n = await tx.putRecord(["ob", pk, stored.id], stored, true);
-        tx.set(LAST_ID, stored.id);
         // Its traffic-log row, once, with it (not again on each write).
-        await this.#log?.append(tx, logRow(entries[i]));
-        tx.cut();
+        await this.#log?.append(tx, row, false);
       }
+      this.#closeGroup(tx, entries[entries.length - 1].id);
       return entries;
     });
     if (!early) this.#late++;
@@ -241,6 +265,16 @@ export class Outbox {
     });
     for (const meta of metas) this.#unsettled.set(meta.id, settled);
     return { entries, durable, early };
+  }
+
+  /**
+   * Ends an atomic group of entries: the highest id and the log's counters
+   * as of its last entry, written once for the group, in it.
+   */
+  #closeGroup(tx: Tx, lastId: string): void {
+    tx.set(LAST_ID, lastId);
+    this.#log?.writeCounters(tx);
+    tx.cut();
   }
 
   #entry(
