@@ -568,13 +568,16 @@ export class Connection {
     if (this.#done) return;
     this.#done = true;
     this.#paused?.resolve();
-    // Let an err or bye just queued reach the peer, but not forever.
-    let timer: ReturnType<typeof setTimeout> | undefined;
+    // Let an err or bye just queued reach the peer, but not forever (the
+    // wheel's timer: 10,000 closing connections make no real timers).
+    let timer: unknown;
     await Promise.race([
       this.#t.flush().catch(() => {}),
-      new Promise<void>((resolve) => timer = setTimeout(resolve, DRAIN_MS)),
+      new Promise<void>((resolve) =>
+        timer = connectionClock.setTimeout(resolve, DRAIN_MS)
+      ),
     ]);
-    clearTimeout(timer);
+    connectionClock.clearTimeout(timer);
     this.#t.close();
     this.#outbox.close();
     if (!this.#opened) this.#establishedD.reject(new Error(reason));

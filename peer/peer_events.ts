@@ -337,6 +337,8 @@ export function servedEvent(record: ServeRecord, ts: string): ServedEvent {
 
 /** The text parts of a msg, joined with newlines. */
 function textOf(parts: Part[]): string {
+  // Most msgs have one part: no arrays on the way.
+  if (parts.length === 1) return parts[0].k === "text" ? parts[0].text : "";
   return parts
     .filter((p): p is Extract<Part, { k: "text" }> => p.k === "text")
     .map((p) => p.text)

@@ -188,6 +188,13 @@ export class PeerThreads {
   async feed(peer: string, th: string, event: ThreadActorEvent): Promise<void> {
     if (this.#closing) return;
     const actor = await this.#threadActor(peer, th);
+    // Without an inspector no one sees the actor's record, and a msg of ours
+    // after its first changes only its `updated` (the store's record keeps
+    // that): no step per sent msg. An inspector attaching syncs the record.
+    if (
+      event.type === "MSG_OUT" && !this.#inspect &&
+      actor.getSnapshot().context.msgs > 0
+    ) return;
     actor.send(event);
     // Only an inspector sees the actor's record: keep it the stored one
     // then (a read per received line), and not otherwise.

@@ -52,6 +52,15 @@ export const LAST_ID: Key = ["id", "last"];
  */
 export const EARLY_WRITE_MS = 5_000;
 
+/**
+ * Most entries in one atomic group of an enqueue: each writes up to three
+ * keys (its record, log entry and thread index), and the group once the
+ * highest id and the log's counters, under Deno KV's 1,000 mutations.
+ */
+const GROUP_ENTRIES = 100;
+/** Estimated bytes of one group's entries, under Deno KV's 800 KiB commit. */
+const GROUP_BYTES = 600_000;
+
 /** Acked entries wait this long for a commit to ride along before their own. */
 const DROP_DELAY_MS = 25;
 /** Acked entries waiting that make a commit of their own at once. */
@@ -59,6 +68,12 @@ const DROPS_AT_ONCE = 512;
 
 /** Most entries in one replay page. */
 const REPLAY_PAGE_ENTRIES = 1_000;
+/**
+ * Entries in the first replay page; each next page doubles, up to
+ * {@link REPLAY_PAGE_ENTRIES}. Small first: its lines are on the wire (and
+ * the remote commits them) while the rest is still read from KV.
+ */
+const REPLAY_FIRST_PAGE = 64;
 /** Most stored bytes in one replay page (a page of big lines is shorter). */
 const REPLAY_PAGE_BYTES = 4 * 1024 * 1024;
 
@@ -210,14 +225,29 @@ export class Outbox {
     const drops = this.#takeDrops();
     const durable = this.#c.submit(false, async (tx) => {
       for (const d of drops) dropEntry(tx, d.pk, d.meta.id, d.meta.n);
+      let inGroup = 0;
+      let groupBytes = 0;
       for (let i = 0; i < entries.length; i++) {
         const { peer: _, ...stored } = entries[i];
+        const row = logRow(entries[i]);
+        // The entry and its log row each hold the line: at most 3 bytes a
+        // character each, plus keys and fields.
+        const bytes = row.line.length * 6 + 1500;
+        if (
+          inGroup > 0 &&
+          (inGroup >= GROUP_ENTRIES || groupBytes + bytes > GROUP_BYTES)
+        ) {
+          this.#closeGroup(tx, entries[i - 1].id);
+          inGroup = 0;
+          groupBytes = 0;
+        }
+        inGroup++;
+        groupBytes += bytes;
         metas[i].n = await tx.putRecord(["ob", pk, stored.id], stored, true);
-        tx.set(LAST_ID, stored.id);
         // Its traffic-log row, once, with it (not again on each write).
-        await this.#log?.append(tx, logRow(entries[i]));
-        tx.cut();
+        await this.#log?.append(tx, row, false);
       }
+      this.#closeGroup(tx, entries[entries.length - 1].id);
       return entries;
     });
     if (!early) this.#late++;
@@ -235,6 +265,16 @@ export class Outbox {
     });
     for (const meta of metas) this.#unsettled.set(meta.id, settled);
     return { entries, durable, early };
+  }
+
+  /**
+   * Ends an atomic group of entries: the highest id and the log's counters
+   * as of its last entry, written once for the group, in it.
+   */
+  #closeGroup(tx: Tx, lastId: string): void {
+    tx.set(LAST_ID, lastId);
+    this.#log?.writeCounters(tx);
+    tx.cut();
   }
 
   #entry(
@@ -333,6 +373,7 @@ export class Outbox {
     await this.#c.submit(true, () => undefined);
     let page: OutboxEntry[] = [];
     let bytes = 0;
+    let pageEntries = REPLAY_FIRST_PAGE;
     let covered: Array<{ entry: OutboxEntry; parts: number }> = [];
     const dropCovered = async () => {
       const drops = covered;
@@ -362,7 +403,7 @@ export class Outbox {
           bytes += listed.bytes;
         }
         if (
-          page.length >= REPLAY_PAGE_ENTRIES || bytes >= REPLAY_PAGE_BYTES ||
+          page.length >= pageEntries || bytes >= REPLAY_PAGE_BYTES ||
           covered.length >= REPLAY_PAGE_ENTRIES
         ) {
           await dropCovered();
@@ -370,6 +411,7 @@ export class Outbox {
             const full = page;
             page = [];
             bytes = 0;
+            pageEntries = Math.min(2 * pageEntries, REPLAY_PAGE_ENTRIES);
             yield full;
           }
         }

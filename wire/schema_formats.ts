@@ -53,9 +53,17 @@ function validTime(text: string): boolean {
  * ```
  */
 export function isDateTime(text: string): boolean {
+  // The lines of a burst (and a batch's acks) share one timestamp.
+  if (text === lastValid) return true;
   const parts = text.split(/[tT\s]/);
-  return parts.length === 2 && validDate(parts[0]) && validTime(parts[1]);
+  const valid = parts.length === 2 && validDate(parts[0]) &&
+    validTime(parts[1]);
+  if (valid) lastValid = text;
+  return valid;
 }
+
+/** The last text {@link isDateTime} found valid. */
+let lastValid = "";
 
 /**
  * The length of `text` in code points (a surrogate pair counts once), as
@@ -68,7 +76,18 @@ export function isDateTime(text: string): boolean {
  * ```
  */
 export function codePointLength(text: string): number {
-  let n = 0;
-  for (const _ of text) n++;
+  // Code units, less one per surrogate pair: no string per code point.
+  const units = text.length;
+  let n = units;
+  for (let i = 0; i < units - 1; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        n--;
+        i++;
+      }
+    }
+  }
   return n;
 }
