@@ -98,6 +98,8 @@ export class PeerBlobs {
   #maxBlob: number;
   #blobsDir: string;
   #sinks = new Map<string, Promise<BlobSink>>();
+  // Record writes that complete blobs do not wait for (see resolve).
+  #metaWrites = new Set<Promise<void>>();
   /** Chunks taken on arrival, by their parsed message, until their batch. */
   #taken = new WeakMap<
     Chunk,
@@ -246,8 +248,9 @@ export class PeerBlobs {
     });
   }
 
-  /** Stops every transfer actor. */
+  /** Stops every transfer actor (after the pending record writes). */
   async stop(): Promise<void> {
+    await Promise.allSettled(this.#metaWrites);
     for (const actors of [this.#outBlobs, this.#inBlobs]) {
       for (const p of actors.values()) (await p.catch(() => undefined))?.stop();
       actors.clear();
@@ -665,12 +668,23 @@ export class PeerBlobs {
         ...(part.name !== undefined ? { name: part.name } : {}),
       });
     }, () => {});
+    const completeBefore = sink.status === "complete";
     const result = await sink.expect({
       size: part.size,
       name: part.name,
       mime: part.mime,
     });
-    await this.#store.putBlob(sink.record);
+    const stored = this.#store.putBlob(sink.record);
+    if (completeBefore && result === undefined) {
+      // The complete record is durable already (committed with the last
+      // chunk's seen marker); this write only adds the part's size, name
+      // and mime, which a replay takes from the msg: the event need not
+      // wait for its commit. stop() does.
+      this.#metaWrites.add(stored);
+      void stored.catch(() => {}).finally(() =>
+        this.#metaWrites.delete(stored)
+      );
+    } else await stored;
     const event = result ? sinkEvent(result) : undefined;
     if (event) void actor?.then((a) => a.send(event), () => {});
     if (result?.kind === "refused" && !result.repeat) {

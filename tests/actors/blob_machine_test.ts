@@ -178,6 +178,7 @@ Deno.test("outgoing fed from real outbox entries of a spooled file", async () =>
     await Deno.writeFile(`${dir}/f`, bytes);
     const spooled = await snapshotToSpool(`${dir}/spool`, `${dir}/f`, {
       maxBytes: 1 << 20,
+      hash: true,
     });
     const entries: OutboxEntry[] = chunkDrafts(spooled, { th: "t1" }).map((
       d,

@@ -51,9 +51,7 @@ for (
       const spooled = await snapshotToSpool(
         `${dir}/spool`,
         `${dir}/source.bin`,
-        {
-          maxBytes: 50 * MIB,
-        },
+        { maxBytes: 50 * MIB, hash: true },
       );
       const sink = await BlobSink.open({
         peer: PEER,
