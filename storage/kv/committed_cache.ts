@@ -96,12 +96,6 @@ export class CommittedCache {
     }
   }
 
-  /** Forgets everything (after a failure whose keys are unknown). */
-  clear(): void {
-    this.#values.clear();
-    this.#bytes = 0;
-  }
-
   #set(encoded: string, value: unknown): void {
     this.#delete(encoded);
     this.#values.set(encoded, value);
