@@ -7,7 +7,7 @@
  */
 
 import type { PeerRecord, Store } from "../storage/store.ts";
-import { canonicalJson } from "../wire/canonical_json.ts";
+import { samePlain } from "../wire/plain_json.ts";
 import type { RemoteHello } from "./connection.ts";
 
 /** How stale a stored `lastSeen` may be before a handshake rewrites it. */
@@ -17,11 +17,7 @@ const LAST_SEEN_PRECISION_MS = 60_000;
 function samePeerRecord(a: PeerRecord, b: PeerRecord): boolean {
   const { lastSeen: _a, ...restA } = a;
   const { lastSeen: _b, ...restB } = b;
-  try {
-    return canonicalJson(restA) === canonicalJson(restB);
-  } catch {
-    return false; // not plain JSON: write it
-  }
+  return samePlain(restA, restB);
 }
 
 /**
