@@ -60,6 +60,8 @@ export class GroupCommitter {
   #prefetched: Map<string, unknown> = new Map();
   /** Committed values of the cached kinds (see {@link CommittedCache}). */
   #cache: CommittedCache | undefined;
+  /** Told of each commit's mutations once it resolved or failed. */
+  #observers: Array<(mutations: Mutation[], ok: boolean) => void> = [];
 
   /**
    * The writer of `backend` (which it closes on {@link close}); keeps in
@@ -69,6 +71,14 @@ export class GroupCommitter {
   constructor(backend: KvBackend, cached: readonly string[] = []) {
     this.backend = backend;
     if (cached.length > 0) this.#cache = new CommittedCache(cached);
+  }
+
+  /**
+   * Tells `observer` of every commit from now on: its mutations, once it
+   * resolved (`ok`) or failed (e.g. `storage/seen_index.ts` follows them).
+   */
+  observe(observer: (mutations: Mutation[], ok: boolean) => void): void {
+    this.#observers.push(observer);
   }
 
   /**
@@ -147,11 +157,13 @@ export class GroupCommitter {
             failed = true;
             failure = error;
             this.#cache?.failed(mutations);
+            for (const observe of this.#observers) observe(mutations, false);
             this.#overlay.clear();
             for (const w of done) w.op.reject(error);
             return false;
           }
           this.#cache?.committed(mutations);
+          for (const observe of this.#observers) observe(mutations, true);
         }
         for (const w of done) w.op.resolve(w.result);
         return true;
