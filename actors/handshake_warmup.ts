@@ -118,7 +118,6 @@ function walkSupervisorChart(): void {
       },
     },
   }).start();
-  actor.send({ type: "CONNECTION_STARTED" });
   actor.send({
     type: "AUTHENTICATED",
     peer: "warm-up",
@@ -127,7 +126,6 @@ function walkSupervisorChart(): void {
     windowMs: 5_000,
   });
   actor.send({ type: "DEACTIVATED" });
-  actor.send({ type: "CONNECTION_ENDED" });
   actor.stop();
 }
 

@@ -249,9 +249,8 @@ export class Supervisor {
 
   /** Counts: connections, active peers, listeners, failures survived. */
   get counts(): SupervisorCounts {
-    const { connections, active, listeners, failures } =
-      this.actor.getSnapshot().context;
-    return { connections, active, listeners, failures };
+    const { active, listeners, failures } = this.actor.getSnapshot().context;
+    return { connections: this.#connections.size, active, listeners, failures };
   }
 
   /** The lifecycle state: running, stopping or stopped. */
@@ -642,7 +641,6 @@ export class Supervisor {
     this.#connections.add(conn);
     this.#labels.set(conn, `${dialed ? "to" : "from"} ${transport.remoteAddr}`);
     this.#showConnection(conn);
-    this.#send({ type: "CONNECTION_STARTED" });
     // The connection's own actor failing is a child failure: survive it.
     conn.actor.subscribe({
       error: (error) => {
@@ -755,7 +753,6 @@ export class Supervisor {
 
   #closed(conn: Connection, reason: string, remoteAddr: string): void {
     if (!this.#connections.delete(conn)) return;
-    this.#send({ type: "CONNECTION_ENDED" });
     const peer = conn.remote?.key;
     this.#emit({ type: "closed", peer, remoteAddr, reason });
     if (!peer || this.#active.get(peer)?.conn !== conn) return;
