@@ -15,7 +15,9 @@
  * re-arms it: each handshake sets and clears three or four deadlines
  * (handshake, resume, ping, the close's drain), and re-arming a real timer
  * for each earlier one cost a runtime timer per deadline. An idle wheel
- * wakes at most once a second; an empty one not at all.
+ * wakes at most once a second; an empty one not at all (its real timer is
+ * cleared at the end of the turn that emptied it, so a chart step that
+ * cancels one deadline and sets the next keeps it).
  *
  * @module
  */
@@ -61,6 +63,8 @@ export class TimerWheel implements Clock {
   #size = 0;
   /** The real timer: when it fires (ms, `performance.now()`). */
   #armed: { at: number; id: ReturnType<typeof setTimeout> } | undefined;
+  /** A disarm is queued for the end of the turn. */
+  #disarming = false;
 
   /** Wheel timers pending (real ones for short delays not counted). */
   get size(): number {
@@ -96,7 +100,15 @@ export class TimerWheel implements Clock {
     this.#size--;
     // An empty bucket stays until its tick passes: re-armed deadlines in the
     // same tick reuse it instead of pushing its tick on the heap again.
-    if (this.#size === 0) this.#disarm(); // nothing left to wait for
+    // Nothing left to wait for: disarm at the end of this turn, unless a
+    // deadline comes meanwhile (a chart step cancels one and sets the next).
+    if (this.#size === 0 && !this.#disarming) {
+      this.#disarming = true;
+      queueMicrotask(() => {
+        this.#disarming = false;
+        if (this.#size === 0) this.#disarm();
+      });
+    }
   }
 
   /** Arms the real timer for the earliest bucket, or MAX_SLEEP_MS. */

@@ -98,3 +98,34 @@ Deno.test("a deadline past MAX_SLEEP_MS fires after the wheel's wakes, not early
   assert.ok(at >= 2_300, `fired early: ${at}`);
   assert.equal(wheel.size, 0);
 });
+
+Deno.test("a deadline cancelled and the next set in one turn keep the real timer", async () => {
+  const wheel = new TimerWheel();
+  const real = { set: globalThis.setTimeout, clear: globalThis.clearTimeout };
+  let armed = 0;
+  let cleared = 0;
+  globalThis.setTimeout = ((fn: () => void, ms?: number) => {
+    armed++;
+    return real.set(fn, ms);
+  }) as typeof setTimeout;
+  globalThis.clearTimeout = ((id?: number) => {
+    cleared++;
+    real.clear(id);
+  }) as typeof clearTimeout;
+  try {
+    // A connection's chart: handshake, then resume, then ping.
+    let h = wheel.setTimeout(() => assert.fail("fired"), 20_000);
+    wheel.clearTimeout(h);
+    h = wheel.setTimeout(() => assert.fail("fired"), 10_000);
+    wheel.clearTimeout(h);
+    h = wheel.setTimeout(() => assert.fail("fired"), 36_000);
+    await Promise.resolve();
+    assert.deepEqual([armed, cleared], [1, 0]);
+    wheel.clearTimeout(h);
+    await Promise.resolve();
+    assert.deepEqual([armed, cleared], [1, 1], "empty at the end of the turn");
+  } finally {
+    globalThis.setTimeout = real.set;
+    globalThis.clearTimeout = real.clear;
+  }
+});
