@@ -14,10 +14,10 @@
 
 import type { Mutation } from "./kv/key.ts";
 
-/** Peers kept at most (the least recently read goes first). */
-const MAX_PEERS = 1_000;
+/** Threads kept at most, over all peers (the least recently read peer goes first). */
+const MAX_THREADS = 16_384;
 /** A peer with more threads than this is listed from KV each time. */
-const MAX_THREADS = 4_096;
+const MAX_PEER_THREADS = 4_096;
 
 const utf8 = new TextDecoder();
 
@@ -40,6 +40,8 @@ type Stored = { th?: string; id?: string } | Uint8Array;
  */
 export class SeenIndex {
   #peers = new Map<string, Map<string, Stored>>();
+  /** Threads kept, over all peers. */
+  #threads = 0;
   /** Moves on with every commit that touched `seen` records. */
   #generation = 0;
 
@@ -59,12 +61,12 @@ export class SeenIndex {
     } else {
       const generation = this.#generation;
       const listed = await load();
-      if (generation === this.#generation && listed.size <= MAX_THREADS) {
+      if (generation === this.#generation && listed.size <= MAX_PEER_THREADS) {
         records = listed;
-        if (this.#peers.size >= MAX_PEERS) {
-          this.#peers.delete(this.#peers.keys().next().value!);
-        }
+        this.#drop(pk); // a read that overlapped this one kept it first
         this.#peers.set(pk, records);
+        this.#threads += records.size;
+        this.#bound();
       } else {
         return seenOf(listed);
       }
@@ -81,21 +83,41 @@ export class SeenIndex {
     for (const { key, value } of mutations) {
       if (key[0] !== "seen") continue;
       touched = true;
-      const records = this.#peers.get(key[1] as string);
+      const pk = key[1] as string;
+      const records = this.#peers.get(pk);
       if (!records) continue;
+      const before = records.size;
       if (!ok || key.length !== 3 || typeof value === "number") {
         // Failed, or a record split in parts: read KV next time.
-        this.#peers.delete(key[1] as string);
+        this.#drop(pk);
+        continue;
       } else if (value === undefined) {
         records.delete(key[2] as string);
       } else if (value instanceof Uint8Array) {
         records.set(key[2] as string, value);
-        if (records.size > MAX_THREADS) this.#peers.delete(key[1] as string);
       } else {
-        this.#peers.delete(key[1] as string); // not a stored record
+        this.#drop(pk); // not a stored record
+        continue;
       }
+      this.#threads += records.size - before;
+      if (records.size > MAX_PEER_THREADS) this.#drop(pk);
     }
-    if (touched) this.#generation++;
+    if (touched) {
+      this.#generation++;
+      this.#bound();
+    }
+  }
+
+  #drop(pk: string): void {
+    this.#threads -= this.#peers.get(pk)?.size ?? 0;
+    this.#peers.delete(pk);
+  }
+
+  /** Drops the least recently read peers while over {@link MAX_THREADS}. */
+  #bound(): void {
+    while (this.#threads > MAX_THREADS && this.#peers.size > 0) {
+      this.#drop(this.#peers.keys().next().value!);
+    }
   }
 }
 

@@ -140,3 +140,29 @@ Deno.test("SeenIndex: a list that a commit overlapped is not kept", async () => 
   );
   assert.deepEqual(await index.seen("p", quiet), { t: "02" }, "failed: listed");
 });
+
+Deno.test("SeenIndex: bounded by threads over all peers; the least recently read goes", async () => {
+  const index = new SeenIndex();
+  let loads = 0;
+  const threads = (n: number) => () => {
+    loads++;
+    return Promise.resolve(
+      new Map(
+        Array.from(
+          { length: n },
+          (_, i) => [`t${i}`, { th: `t${i}`, id: "01" }],
+        ),
+      ),
+    );
+  };
+  for (let p = 0; p < 20; p++) await index.seen(`p${p}`, threads(1_000));
+  assert.equal(loads, 20);
+  await index.seen("p19", threads(1_000));
+  assert.equal(loads, 20, "the last read is kept");
+  await index.seen("p0", threads(1_000));
+  assert.equal(loads, 21, "the first was dropped to stay under the bound");
+  // A peer with too many threads is never kept.
+  await index.seen("big", threads(5_000));
+  await index.seen("big", threads(5_000));
+  assert.equal(loads, 23);
+});
