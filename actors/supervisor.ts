@@ -744,14 +744,11 @@ export class Supervisor {
     dialer?.connected();
     // The address we dialed stays first: Peer.connect's own record of it
     // may be overwritten by this one, which read the record before.
-    // Bookkeeping, on a later turn: the `connected` event goes out first (a
-    // new peer's record costs a KV read and a commit).
-    setTimeout(() =>
-      void rememberPeer(this.#o.store, remote, {
-        dialed: conn.dialed,
-        dialedAddr: conn.dialed ? remoteAddr : undefined,
-        dialerAddrs: this.#dialers.get(peer)?.addresses ?? [],
-      }), 0);
+    void rememberPeer(this.#o.store, remote, {
+      dialed: conn.dialed,
+      dialedAddr: conn.dialed ? remoteAddr : undefined,
+      dialerAddrs: this.#dialers.get(peer)?.addresses ?? [],
+    });
   }
 
   #closed(conn: Connection, reason: string, remoteAddr: string): void {
