@@ -586,14 +586,17 @@ export class Connection {
     this.#paused?.resolve();
     // Let an err or bye just queued reach the peer, but not forever (the
     // wheel's timer: 10,000 closing connections make no real timers).
-    let timer: unknown;
-    await Promise.race([
-      this.#t.flush().catch(() => {}),
-      new Promise<void>((resolve) =>
-        timer = connectionClock.setTimeout(resolve, DRAIN_MS)
-      ),
-    ]);
-    connectionClock.clearTimeout(timer);
+    // Nothing queued (most closes: the peer went away): no wait at all.
+    if (this.#outbox.unwrittenBytes > 0) {
+      let timer: unknown;
+      await Promise.race([
+        this.#t.flush().catch(() => {}),
+        new Promise<void>((resolve) =>
+          timer = connectionClock.setTimeout(resolve, DRAIN_MS)
+        ),
+      ]);
+      connectionClock.clearTimeout(timer);
+    }
     this.#t.close();
     this.#outbox.close();
     if (!this.#opened) this.#establishedD.reject(new Error(reason));
