@@ -683,6 +683,12 @@ export class Supervisor {
     const peer = remote.key;
     const old = this.#active.get(peer);
     if (old?.conn === conn) return;
+    // We dialed: while their resume comes, read the peer's record (a new
+    // peer's is a KV read) so that remembering it after `connected` does
+    // not hold the event back. On a later turn: our resume goes first.
+    if (conn.dialed) {
+      setTimeout(() => void this.#o.store.peer(peer).catch(() => {}), 0);
+    }
     const dialedBy = (c: Connection) => c.dialed ? this.key : peer;
     this.actor.send({
       type: "AUTHENTICATED",
