@@ -58,6 +58,7 @@ import {
 import { encodeLine } from "../wire/frame.ts";
 import { LineReader } from "../wire/line_reader.ts";
 import { connectionClock, pingTimeouts } from "./connection_timing.ts";
+import { ActorGroups, type ChartFailureHost } from "./actor_groups.ts";
 import { type Frame, readFrame } from "../wire/read_frame.ts";
 import { verify } from "../wire/keys.ts";
 import { authTranscript } from "../wire/transcript.ts";
@@ -126,6 +127,9 @@ const DRAIN_MS = 1_000;
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
 const lossy = new TextDecoder("utf-8", { fatal: false });
+
+/** Connection actors share xstate systems, a group at a time. */
+const actorGroups = new ActorGroups(connectionClock);
 
 function deferred<T>() {
   let resolve!: (value: T) => void;
@@ -230,11 +234,15 @@ export class Connection {
     );
     // The committer writes its acks through the connection's output.
     this.#committer = new ReceiveCommitter(options.store, host, this.#outbox);
+    // Inspected: a system of its own (xstate inspects whole systems).
+    const group = options.inspect ? undefined : actorGroups.current();
     this.actor = createActor(connectionMachine, {
       input: { timeouts: pingTimeouts(options), key: options.signer.key, host },
       inspect: options.inspect,
       clock: connectionClock,
+      parent: group?.parent,
     });
+    group?.join(this.actor, host);
   }
 
   /**
@@ -242,7 +250,11 @@ export class Connection {
    * per action per connection (10,000 idle connections hold one each).
    */
   static #Host = class
-    implements ConnectionHost, CommitterHost, OutboxWriterHost {
+    implements
+      ConnectionHost,
+      CommitterHost,
+      OutboxWriterHost,
+      ChartFailureHost {
     #c: Connection;
     constructor(connection: Connection) {
       this.#c = connection;
@@ -376,6 +388,10 @@ export class Connection {
     }
     closeTransport(reason: string) {
       void this.#c.#shutdown(reason);
+    }
+    chartFailed(error: unknown) {
+      // A grouped actor's error goes to its group, not unhandled: close.
+      void this.#c.#shutdown(`failed: ${errorText(error)}`);
     }
   };
 
