@@ -5,7 +5,8 @@
  * by a small kernel buffer (a Unix socket holds ~200 KB) and a busy owner
  * gets fewer, bigger pieces. It reads ahead by at most one buffer
  * (backpressure: a full buffer waits for the owner), and a quiet
- * connection holds one small buffer.
+ * connection holds one small buffer, smaller still once only short lines
+ * (pings) come in.
  *
  * @module
  */
@@ -24,6 +25,13 @@ export interface ByteSource {
 export interface ReadAheadSizes {
   /** A buffer while the peer sends little. */
   idle: number;
+  /**
+   * A buffer once the peer sends only short lines: after
+   * {@linkcode STILL_AFTER} reads in a row shorter than this, the loop reads
+   * into a buffer of this size (an idle connection's pings fit), and back
+   * into one of `idle` after a read that fills it. Unset: always `idle`.
+   */
+  still?: number;
   /** A buffer during a burst (from a read that filled its room). */
   burst: number;
   /**
@@ -32,6 +40,9 @@ export interface ReadAheadSizes {
    */
   ahead: number;
 }
+
+/** Short reads in a row before the loop reads into a `still` buffer. */
+export const STILL_AFTER = 2;
 
 /** What the owner of a {@linkcode readAhead} loop is told. */
 export interface ReadAheadHandlers {
@@ -92,17 +103,33 @@ export async function readAhead(
 ): Promise<void> {
   // Quiet: one small buffer, read again once the owner is done with it
   // (an idle connection holds only this and one pending read).
-  const buffer = new Uint8Array(sizes.idle);
+  let buffer = new Uint8Array(sizes.idle);
+  const still = sizes.still ?? sizes.idle;
+  /** Reads in a row shorter than `still`. */
+  let short = 0;
   let error: Error | undefined;
   try {
     while (!source.closed) {
       const n = await source.read(buffer);
       if (n === null) break;
+      if (buffer.length < sizes.idle) {
+        // Still: a read that fills it means data flows again; grow (no
+        // burst for a line a little longer than a ping).
+        await handlers.onData(buffer.subarray(0, n));
+        if (n === buffer.length) buffer = new Uint8Array(sizes.idle);
+        continue;
+      }
       if (n < buffer.length) {
         await handlers.onData(buffer.subarray(0, n));
+        short = n < still ? short + 1 : 0;
+        if (short >= STILL_AFTER) {
+          short = 0;
+          buffer = new Uint8Array(still);
+        }
         continue;
       }
       // A read that filled it: a burst, read ahead until quiet again.
+      short = 0;
       const end = await burst(source, sizes, handlers, buffer);
       if (end.ended) {
         error = end.error;

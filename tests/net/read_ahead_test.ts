@@ -206,3 +206,53 @@ Deno.test("read ahead over a Unix socket: a slow owner, 8 MiB intact, in fewer p
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("read ahead: short reads shrink the quiet buffer to `still`, a read that fills it grows it back", async () => {
+  // Reads of these sizes, each whole (the source never splits on its own).
+  const plan = [40, 30, 20, 50, 100, 10, 5, 5, 64, 5];
+  const rooms: number[] = [];
+  let at = 0;
+  let i = 0;
+  const source: ByteSource = {
+    closed: false,
+    read(p) {
+      rooms.push(p.length);
+      if (i >= plan.length) return Promise.resolve(null);
+      // What is left of this step of the plan, as much as fits.
+      const n = Math.min(p.length, plan[i]);
+      for (let k = 0; k < n; k++) p[k] = byteAt(at + k);
+      at += n;
+      plan[i] -= n;
+      if (plan[i] === 0) i++;
+      return Promise.resolve(n);
+    },
+  };
+  let seen = 0;
+  await readAhead(source, { idle: 128, still: 32, burst: 1024, ahead: 1024 }, {
+    onData(piece) {
+      for (let k = 0; k < piece.length; k++) {
+        assert.equal(piece[k], byteAt(seen + k));
+      }
+      seen += piece.length;
+    },
+    onEnd(error) {
+      assert.equal(error, undefined);
+    },
+  });
+  assert.equal(seen, 40 + 30 + 20 + 50 + 100 + 10 + 5 + 5 + 64 + 5);
+  assert.deepEqual(rooms, [
+    128, // 40: long
+    128, // 30: short, 1
+    128, // 20: short, 2 -> still
+    32, // 50 fills it: 32 -> grow
+    128, // the 18 left: short, 1
+    128, // 100: long
+    128, // 10: short, 1
+    128, // 5: short, 2 -> still
+    32, // 5
+    32, // 32 of 64 fills it -> grow
+    128, // the other 32: long (not short)
+    128, // 5: short, 1
+    128, // EOF
+  ]);
+});
