@@ -26,12 +26,14 @@ export interface ReadAheadSizes {
   /** A buffer while the peer sends little. */
   idle: number;
   /**
-   * A buffer once the peer sends only short lines: after
-   * {@linkcode STILL_AFTER} reads in a row shorter than this, the loop reads
-   * into a buffer of this size (an idle connection's pings fit), and back
-   * into one of `idle` after a read that fills it. Unset: always `idle`.
+   * A buffer once the connection is idle: after a read shorter than this
+   * that waited at least `stillAfterMs` for its bytes (a ping on an idle
+   * connection), the loop reads into a buffer of this size, and back into
+   * one of `idle` after a read that fills it. Unset: always `idle`.
    */
   still?: number;
+  /** See `still`; {@linkcode STILL_AFTER_MS} when unset. */
+  stillAfterMs?: number;
   /** A buffer during a burst (from a read that filled its room). */
   burst: number;
   /**
@@ -41,8 +43,12 @@ export interface ReadAheadSizes {
   ahead: number;
 }
 
-/** Short reads in a row before the loop reads into a `still` buffer. */
-export const STILL_AFTER = 2;
+/**
+ * How long a short read must have waited before the loop reads into a
+ * `still` buffer: a busy connection's reads come sooner (and keep reading
+ * together what was written together), an idle one's pings far later.
+ */
+export const STILL_AFTER_MS = 5_000;
 
 /** What the owner of a {@linkcode readAhead} loop is told. */
 export interface ReadAheadHandlers {
@@ -105,11 +111,11 @@ export async function readAhead(
   // (an idle connection holds only this and one pending read).
   let buffer = new Uint8Array(sizes.idle);
   const still = sizes.still ?? sizes.idle;
-  /** Reads in a row shorter than `still`. */
-  let short = 0;
+  const stillAfterMs = sizes.stillAfterMs ?? STILL_AFTER_MS;
   let error: Error | undefined;
   try {
     while (!source.closed) {
+      const asked = still < sizes.idle ? performance.now() : 0;
       const n = await source.read(buffer);
       if (n === null) break;
       if (buffer.length < sizes.idle) {
@@ -120,16 +126,12 @@ export async function readAhead(
         continue;
       }
       if (n < buffer.length) {
+        const idle = n < still && performance.now() - asked >= stillAfterMs;
         await handlers.onData(buffer.subarray(0, n));
-        short = n < still ? short + 1 : 0;
-        if (short >= STILL_AFTER) {
-          short = 0;
-          buffer = new Uint8Array(still);
-        }
+        if (idle) buffer = new Uint8Array(still);
         continue;
       }
       // A read that filled it: a burst, read ahead until quiet again.
-      short = 0;
       const end = await burst(source, sizes, handlers, buffer);
       if (end.ended) {
         error = end.error;
