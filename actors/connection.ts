@@ -35,7 +35,7 @@ import {
   type SendErrParams,
   stateName,
 } from "./connection_machine.ts";
-import type { Transport } from "../net/transport.ts";
+import type { Transport, TransportHandlers } from "../net/transport.ts";
 import { type RemoteHello, remoteHelloOf } from "./remote_hello.ts";
 import { ownHello } from "./own_hello.ts";
 import type {
@@ -205,12 +205,14 @@ export class Connection {
   /** Received content lines on their way to the store, acks after. */
   #committer: ReceiveCommitter;
   /** What the chart's actions call on this connection. */
-  #host: ConnectionHost;
+  #host: ConnectionHost & TransportHandlers;
   /** While the session is up: lines the host routes itself (the chart's table). */
   #sessionRoutes: ReadonlyMap<string, SessionRoute> | undefined;
   /** Reading waits while the chart verifies their auth. */
   #paused: ReturnType<typeof deferred<void>> | undefined;
-  #establishedD = deferred<RemoteHello>();
+  /** Until settled (an open connection keeps no resolvers). */
+  #establishedD: ReturnType<typeof deferred<RemoteHello>> | undefined =
+    deferred<RemoteHello>();
   #closedD = deferred<string>();
 
   /** Sets the connection up; nothing happens until {@link start}. */
@@ -221,7 +223,7 @@ export class Connection {
     const ping = pingTimeouts(options)?.pingInterval ??
       DEFAULT_TIMEOUTS.pingInterval;
     this.#aliveEvery = ping > 0 ? Math.min(1_000, ping / 10) : Infinity;
-    this.established = this.#establishedD.promise;
+    this.established = this.#establishedD!.promise;
     this.closed = this.#closedD.promise;
     // Handled here so an unobserved failed handshake is not an unhandled rejection.
     this.established.catch(() => {});
@@ -254,7 +256,8 @@ export class Connection {
       ConnectionHost,
       CommitterHost,
       OutboxWriterHost,
-      ChartFailureHost {
+      ChartFailureHost,
+      TransportHandlers {
     #c: Connection;
     constructor(connection: Connection) {
       this.#c = connection;
@@ -372,7 +375,8 @@ export class Connection {
       // Both auths are done: the hellos' bytes are not needed any more.
       c.#myHello = undefined;
       c.#peerHello = undefined;
-      c.#establishedD.resolve(c.#peer!);
+      c.#establishedD?.resolve(c.#peer!);
+      c.#establishedD = undefined;
     }
     sendPing() {
       this.#c.#sendPing();
@@ -389,6 +393,22 @@ export class Connection {
     closeTransport(reason: string) {
       void this.#c.#shutdown(reason);
     }
+    // The transport's handlers (no closures of their own per connection).
+    onData(chunk: Uint8Array) {
+      return this.#c.#onData(chunk);
+    }
+    onEnd(error?: Error) {
+      this.#c.#event({
+        type: "END",
+        reason: error
+          ? `read error: ${error.message}`
+          : "peer closed the connection",
+      });
+    }
+    onFrameError(code: "bad_frame" | "too_large", detail: string) {
+      // A framing fault below the line layer (WebSocket): same answer.
+      if (!this.#c.#done) this.#c.#fail(code, detail);
+    }
     chartFailed(error: unknown) {
       // A grouped actor's error goes to its group, not unhandled: close.
       void this.#c.#shutdown(`failed: ${errorText(error)}`);
@@ -400,20 +420,7 @@ export class Connection {
     if (this.#started) return;
     this.#started = true;
     this.actor.start();
-    this.#t.start({
-      onData: (chunk) => this.#onData(chunk),
-      onEnd: (error) =>
-        this.#event({
-          type: "END",
-          reason: error
-            ? `read error: ${error.message}`
-            : "peer closed the connection",
-        }),
-      // A framing fault below the line layer (WebSocket): same answer.
-      onFrameError: (code, detail) => {
-        if (!this.#done) this.#fail(code, detail);
-      },
-    });
+    this.#t.start(this.#host);
   }
 
   /** The peer's hello, once its auth verified. */
@@ -596,7 +603,8 @@ export class Connection {
     connectionClock.clearTimeout(timer);
     this.#t.close();
     this.#outbox.close();
-    if (!this.#opened) this.#establishedD.reject(new Error(reason));
+    this.#establishedD?.reject(new Error(reason));
+    this.#establishedD = undefined;
     this.#closedD.resolve(reason);
     this.#o.onClosed?.(this, reason);
   }
