@@ -5,8 +5,8 @@
  * by a small kernel buffer (a Unix socket holds ~200 KB) and a busy owner
  * gets fewer, bigger pieces. It reads ahead by at most one buffer
  * (backpressure: a full buffer waits for the owner), and a quiet
- * connection holds one small buffer, smaller still once only short lines
- * (pings) come in.
+ * connection holds one small buffer, smaller still once it idles (a
+ * short read after a long wait: a ping).
  *
  * @module
  */
