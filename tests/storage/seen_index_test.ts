@@ -6,64 +6,31 @@
  */
 
 import assert from "node:assert/strict";
-import type { Key, KeyRange, Mutation } from "../../storage/kv/key.ts";
 import { DenoKvBackend } from "../../storage/kv/kv_backend.ts";
 import { SeenIndex } from "../../storage/seen_index.ts";
 import { KvStore } from "../../storage/kv_store.ts";
-import type { IncomingLine } from "../../storage/store.ts";
+import {
+  countingKvStore,
+  receivedLine,
+} from "../helpers/counting_kv_backend.ts";
 
 const PEER = "ed25519:DDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDDD";
 const OTHER = "ed25519:EEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEEE";
 
-function line(th: string, n: number): IncomingLine {
-  const id = `01J${String(n).padStart(10, "0")}`;
-  const message = { t: "msg", id, ts: "2026-01-01T00:00:00Z", th, parts: [] };
-  return { id, t: "msg", th, message, raw: JSON.stringify(message) };
-}
-
-/** Real Deno KV whose `seen` lists are counted and whose next commit can fail. */
-class CountingBackend extends DenoKvBackend {
-  seenLists = 0;
-  failNext = false;
-
-  override list(range: KeyRange): AsyncIterable<{ key: Key; value: unknown }> {
-    if ("prefix" in range && range.prefix[0] === "seen") this.seenLists++;
-    return super.list(range);
-  }
-
-  override commit(mutations: Mutation[]): Promise<void> {
-    if (this.failNext) {
-      this.failNext = false;
-      return Promise.reject(new Error("disk full"));
-    }
-    return super.commit(mutations);
-  }
-}
+const line = receivedLine;
 
 async function fixture() {
-  const dir = await Deno.makeTempDir({ prefix: "awp-seen-index-" });
-  const path = `${dir}/store.kv`;
-  const backend = new CountingBackend(await Deno.openKv(path));
-  const store = new KvStore(backend);
+  const f = await countingKvStore("awp-seen-index-");
   /** What a restarted store lists from the same file. */
   const onDisk = async (peer: string) => {
-    const fresh = new KvStore(new DenoKvBackend(await Deno.openKv(path)));
+    const fresh = new KvStore(new DenoKvBackend(await Deno.openKv(f.path)));
     try {
       return await fresh.seen(peer);
     } finally {
       fresh.close();
     }
   };
-  return {
-    backend,
-    store,
-    onDisk,
-    async [Symbol.asyncDispose]() {
-      store.close();
-      await new Promise((r) => setTimeout(r, 10));
-      await Deno.remove(dir, { recursive: true });
-    },
-  };
+  return Object.assign(f, { onDisk });
 }
 
 Deno.test("seen: listed from KV once per peer, then from memory, always as KV holds it", async () => {
@@ -80,11 +47,15 @@ Deno.test("seen: listed from KV once per peer, then from memory, always as KV ho
     a: line("a", 1).id,
     b: line("b", 2).id,
   });
-  const lists = f.backend.seenLists;
+  const lists = f.backend.lists.get("seen") ?? 0;
   for (let i = 0; i < 5; i++) await f.store.seen(PEER);
   await f.store.receive(PEER, [line("a", 4), line("c", 5)]);
   await check();
-  assert.equal(f.backend.seenLists, lists, "no KV list after the first");
+  assert.equal(
+    f.backend.lists.get("seen") ?? 0,
+    lists,
+    "no KV list after the first",
+  );
   // Retention: the ended thread's seen record goes, the open one's floor rises.
   await f.store.patchThread(PEER, "b", {
     mine: { state: "done", ts: "2026-01-01T00:00:00Z" },
@@ -92,19 +63,19 @@ Deno.test("seen: listed from KV once per peer, then from memory, always as KV ho
   await f.store.expireOutbox(Date.now() + 60_000);
   await check();
   assert.equal((await f.store.seen(PEER)).b, undefined);
-  assert.equal(f.backend.seenLists, lists, "still none");
+  assert.equal(f.backend.lists.get("seen") ?? 0, lists, "still none");
 });
 
 Deno.test("seen: a failed commit drops the peer from memory; the next read lists KV", async () => {
   await using f = await fixture();
   await f.store.receive(PEER, [line("t", 1)]);
   assert.deepEqual(await f.store.seen(PEER), { t: line("t", 1).id });
-  const lists = f.backend.seenLists;
+  const lists = f.backend.lists.get("seen") ?? 0;
   f.backend.failNext = true;
   await assert.rejects(f.store.receive(PEER, [line("t", 2)]), /disk full/);
   assert.deepEqual(await f.store.seen(PEER), await f.onDisk(PEER));
   assert.deepEqual(await f.store.seen(PEER), { t: line("t", 1).id });
-  assert.equal(f.backend.seenLists, lists + 1, "listed again");
+  assert.equal(f.backend.lists.get("seen") ?? 0, lists + 1, "listed again");
   await f.store.receive(PEER, [line("t", 2)]);
   assert.deepEqual(await f.store.seen(PEER), { t: line("t", 2).id });
 });
