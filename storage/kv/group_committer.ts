@@ -60,6 +60,8 @@ export class GroupCommitter {
   #prefetched: Map<string, unknown> = new Map();
   /** Committed values of the cached kinds (see {@link CommittedCache}). */
   #cache: CommittedCache | undefined;
+  /** Wakes the drain waiting on a commit in flight: a call arrived. */
+  #wake: (() => void) | undefined;
 
   /**
    * The writer of `backend` (which it closes on {@link close}); keeps in
@@ -93,7 +95,7 @@ export class GroupCommitter {
       if (!this.#draining) {
         this.#draining = true;
         queueMicrotask(() => this.#drain());
-      }
+      } else this.#wake?.();
     });
   }
 
@@ -126,21 +128,57 @@ export class GroupCommitter {
     this.backend.close();
   }
 
+  /**
+   * Builds and commits what is queued, batch after batch. A batch's last
+   * commit is not awaited before the next batch is built: the builds of
+   * the calls that arrived meanwhile run while it is in flight (they read
+   * its writes from the overlay), and their commit starts once it resolved
+   * (`flush` waits for it). If it failed, the next batch, built on its
+   * writes, fails with it.
+   */
   async #drain(): Promise<void> {
-    while (this.#queue.length > 0) {
+    /** The commit in flight: resolves true once durable, false if it failed. */
+    let previous: Promise<boolean> | undefined;
+    let failure: unknown = undefined;
+    for (;;) {
+      if (this.#queue.length === 0) {
+        if (previous === undefined) break;
+        // Until it settles, or a call arrives to be built meanwhile.
+        const arrived = new Promise<false>((r) => this.#wake = () => r(false));
+        const settled = await Promise.race([
+          previous.then(() => true),
+          arrived,
+        ]);
+        this.#wake = undefined;
+        if (settled) {
+          previous = undefined;
+          // The overlay holds only what is not known durable: nothing now.
+          this.#overlay.clear();
+        }
+        continue;
+      }
       const ops = this.#queue.splice(0);
+      this.#prefetched.clear(); // the builds before are done with it
       await this.#prefetch(ops);
       let batch = new Batch();
       let waiting: Array<{ op: Op; result: unknown }> = [];
-      let failure: unknown = undefined;
       let failed = false;
       const flush = async (): Promise<boolean> => {
         const done = waiting;
         const current = batch;
         waiting = [];
         batch = new Batch();
+        const before = previous;
+        previous = undefined;
+        if (before !== undefined && !await before) {
+          // Built on writes that did not commit.
+          failed = true;
+          for (const w of done) w.op.reject(failure);
+          return false;
+        }
         if (current.size > 0) {
           const mutations = [...current.mutations.values()];
+          this.#cache?.begin();
           try {
             await this.backend.commit(mutations);
           } catch (error) {
@@ -152,6 +190,14 @@ export class GroupCommitter {
             return false;
           }
           this.#cache?.committed(mutations);
+          // Durable: later builds may read these from KV (or the cache).
+          for (const m of mutations) {
+            const k = (m as { encoded?: string }).encoded ?? encodeKey(m.key);
+            if (this.#overlay.get(k) === m) {
+              this.#overlay.delete(k);
+              this.#prefetched.delete(k);
+            }
+          }
         }
         for (const w of done) w.op.resolve(w.result);
         return true;
@@ -203,10 +249,11 @@ export class GroupCommitter {
         waiting.push({ op, result });
         if (op.exclusive) await flush();
       }
-      await flush();
-      this.#overlay.clear();
-      this.#prefetched.clear();
+      // Not awaited: the next batch is built while this one commits.
+      previous = failed ? undefined : flush();
+      if (failed) this.#overlay.clear();
     }
+    this.#prefetched.clear();
     this.#draining = false;
     if (this.#closing && !this.#closed) this.#close();
   }
@@ -224,13 +271,14 @@ export class GroupCommitter {
     const all = [...keys];
     for (let i = 0; i < all.length; i += PREFETCH_AT_ONCE) {
       const slice = all.slice(i, i + PREFETCH_AT_ONCE);
+      const ticket = cache?.ticket() ?? -1;
       try {
         const values = await Promise.all(
           slice.map(([, key]) => this.backend.get(key)),
         );
         slice.forEach(([k, key], j) => {
           this.#prefetched.set(k, values[j]);
-          cache?.fill(key, k, values[j]);
+          cache?.fill(key, k, values[j], ticket);
         });
       } catch {
         return; // The builds will read (and report) for themselves.

@@ -75,7 +75,7 @@ Deno.test("CommittedCache: keeps its kinds, forgets a failed commit's keys, stay
   assert.equal(cache.get(encodeKey(k(0))), undefined);
   cache.failed([{ key: k(0), value: 5 }]);
   assert.equal(cache.has(encodeKey(k(0))), false);
-  for (let n = 0; n < 10_000; n++) cache.fill(k(n), encodeKey(k(n)), n);
+  for (let n = 0; n < 10_000; n++) cache.fill(k(n), encodeKey(k(n)), n, cache.ticket());
   assert.equal(cache.has(encodeKey(k(0))), false, "the oldest went first");
   assert.equal(cache.has(encodeKey(k(9_999))), true);
 });
