@@ -22,19 +22,23 @@ export interface ByteSink {
   writeSync?(bytes: Uint8Array): number;
 }
 
+/** A batch up to this size may be written synchronously (a few events). */
+const SYNC_BATCH_BYTES = 4 * 1024;
 /**
  * Bytes written synchronously per {@link SYNC_WINDOW_MS} at most: a reader
- * that keeps up (the driver's contract) never makes that wait.
+ * that keeps up (the driver's contract) empties the pipe (64 KiB) far
+ * faster, so they never wait; past it, a flood goes asynchronously.
  */
-const SYNC_WRITE_BYTES = 16 * 1024;
+const SYNC_WINDOW_BYTES = 16 * 1024;
 /**
- * Synchronous writes take at most {@link SYNC_WRITE_BYTES} per this window:
- * a reader that keeps up empties the pipe (64 KiB) far faster, so they never
- * wait; beyond it, a flood goes asynchronously. (The earlier rule, a gap of
- * 0.25 ms since the last synchronous write, sent an `acked` shortly after
- * its `sent` through the blocking-write threads.)
+ * The budget's window; also how long after an asynchronous write (a flood,
+ * whose bytes may still fill the pipe) every write stays asynchronous: a
+ * synchronous write into a full pipe would stop the whole peer until the
+ * reader catches up. (The earlier rule, a gap of 0.25 ms since the last
+ * synchronous write, sent an `acked` shortly after its `sent` through the
+ * blocking-write threads, and wrote a flood's small batches synchronously.)
  */
-const SYNC_WINDOW_MS = 1;
+const SYNC_WINDOW_MS = 10;
 
 /**
  * Writes lines in order, in as few writes as the stream's pace allows. Each
@@ -62,6 +66,8 @@ export class LineWriter {
   #windowStart = -Infinity;
   /** Bytes written synchronously in it. */
   #windowBytes = 0;
+  /** When the last asynchronous write ended. */
+  #lastAsync = -Infinity;
 
   constructor(sink: ByteSink, onWritten: (mark: number) => void = () => {}) {
     this.#sink = sink;
@@ -96,16 +102,20 @@ export class LineWriter {
           this.#windowBytes = 0;
         }
         if (
-          this.#sink.writeSync &&
-          this.#windowBytes + bytes.length <= SYNC_WRITE_BYTES
+          this.#sink.writeSync && bytes.length <= SYNC_BATCH_BYTES &&
+          now - this.#lastAsync >= SYNC_WINDOW_MS &&
+          this.#windowBytes + bytes.length <= SYNC_WINDOW_BYTES
         ) {
           this.#windowBytes += bytes.length;
           while (off < bytes.length) {
             off += this.#sink.writeSync(bytes.subarray(off));
           }
         }
-        while (off < bytes.length) {
-          off += await this.#sink.write(bytes.subarray(off));
+        if (off < bytes.length) {
+          while (off < bytes.length) {
+            off += await this.#sink.write(bytes.subarray(off));
+          }
+          this.#lastAsync = performance.now();
         }
         if (mark !== -Infinity) this.#onWritten(mark);
       }
