@@ -129,85 +129,78 @@ export class GroupCommitter {
   }
 
   /**
-   * Builds and commits what is queued, batch after batch. A batch's last
-   * commit is not awaited before the next batch is built: the builds of
-   * the calls that arrived meanwhile run while it is in flight (they read
-   * its writes from the overlay), and their commit starts once it resolved
-   * (`flush` waits for it). If it failed, the next batch, built on its
-   * writes, fails with it.
+   * Builds and commits what is queued. While a commit is in flight, the
+   * calls arriving meanwhile are built at once into the next batch (they
+   * read its writes from the overlay); that batch commits as soon as the
+   * one in flight resolved (or sooner, when full: after it). If it failed,
+   * what was built on its writes fails with it.
    */
   async #drain(): Promise<void> {
     /** The commit in flight: resolves true once durable, false if it failed. */
-    let previous: Promise<boolean> | undefined;
+    let inFlight: Promise<boolean> | undefined;
     let failure: unknown = undefined;
+    let batch = new Batch();
+    let waiting: Array<{ op: Op; result: unknown }> = [];
+    /** Commits the batch built so far, after the one in flight. */
+    const flush = async (): Promise<boolean> => {
+      const done = waiting;
+      const current = batch;
+      waiting = [];
+      batch = new Batch();
+      const before = inFlight;
+      inFlight = undefined;
+      if (before !== undefined && !await before) {
+        // Built on writes that did not commit.
+        this.#overlay.clear();
+        for (const w of done) w.op.reject(failure);
+        return false;
+      }
+      if (current.size > 0) {
+        const mutations = [...current.mutations.values()];
+        this.#cache?.begin();
+        try {
+          await this.backend.commit(mutations);
+        } catch (error) {
+          failure = error;
+          this.#cache?.failed(mutations);
+          this.#overlay.clear();
+          for (const w of done) w.op.reject(error);
+          return false;
+        }
+        this.#cache?.committed(mutations);
+        // Durable: later builds read these from KV (or the cache).
+        for (const m of mutations) {
+          const k = (m as { encoded?: string }).encoded ?? encodeKey(m.key);
+          if (this.#overlay.get(k) === m) {
+            this.#overlay.delete(k);
+            this.#prefetched.delete(k);
+          }
+        }
+      }
+      for (const w of done) w.op.resolve(w.result);
+      return true;
+    };
     for (;;) {
       if (this.#queue.length === 0) {
-        if (previous === undefined) break;
+        if (inFlight === undefined) break;
         // Until it settles, or a call arrives to be built meanwhile.
         const arrived = new Promise<false>((r) => this.#wake = () => r(false));
         const settled = await Promise.race([
-          previous.then(() => true),
+          inFlight.then(() => true),
           arrived,
         ]);
         this.#wake = undefined;
-        if (settled) {
-          previous = undefined;
-          // The overlay holds only what is not known durable: nothing now.
-          this.#overlay.clear();
-        }
+        if (!settled) continue;
+        if (waiting.length > 0 || batch.size > 0) inFlight = flush();
+        else inFlight = undefined;
         continue;
       }
       const ops = this.#queue.splice(0);
       this.#prefetched.clear(); // the builds before are done with it
       await this.#prefetch(ops);
-      let batch = new Batch();
-      let waiting: Array<{ op: Op; result: unknown }> = [];
-      let failed = false;
-      const flush = async (): Promise<boolean> => {
-        const done = waiting;
-        const current = batch;
-        waiting = [];
-        batch = new Batch();
-        const before = previous;
-        previous = undefined;
-        if (before !== undefined && !await before) {
-          // Built on writes that did not commit.
-          failed = true;
-          for (const w of done) w.op.reject(failure);
-          return false;
-        }
-        if (current.size > 0) {
-          const mutations = [...current.mutations.values()];
-          this.#cache?.begin();
-          try {
-            await this.backend.commit(mutations);
-          } catch (error) {
-            failed = true;
-            failure = error;
-            this.#cache?.failed(mutations);
-            this.#overlay.clear();
-            for (const w of done) w.op.reject(error);
-            return false;
-          }
-          this.#cache?.committed(mutations);
-          // Durable: later builds may read these from KV (or the cache).
-          for (const m of mutations) {
-            const k = (m as { encoded?: string }).encoded ?? encodeKey(m.key);
-            if (this.#overlay.get(k) === m) {
-              this.#overlay.delete(k);
-              this.#prefetched.delete(k);
-            }
-          }
-        }
-        for (const w of done) w.op.resolve(w.result);
-        return true;
-      };
       for (const op of ops) {
-        if (failed) {
-          op.reject(failure);
-          continue;
-        }
         if (op.exclusive) {
+          // Alone, after everything before it is durable.
           if (!await flush()) {
             op.reject(failure);
             continue;
@@ -249,10 +242,12 @@ export class GroupCommitter {
         waiting.push({ op, result });
         if (op.exclusive) await flush();
       }
-      // Not awaited: the next batch is built while this one commits.
-      previous = failed ? undefined : flush();
-      if (failed) this.#overlay.clear();
+      // Nothing in flight: commit what was built now; else once it settles.
+      if (inFlight === undefined && (waiting.length > 0 || batch.size > 0)) {
+        inFlight = flush();
+      }
     }
+    this.#overlay.clear();
     this.#prefetched.clear();
     this.#draining = false;
     if (this.#closing && !this.#closed) this.#close();

@@ -92,3 +92,22 @@ Deno.test("group commit: a batch built on a commit that fails fails with it; the
   assert.equal(await backend.get(["c"]), "none", "the failed write is gone");
   kv.close();
 });
+
+Deno.test("group commit: calls arriving one by one during a commit share the next one", async () => {
+  const { backend, kv } = await committer();
+  const first = kv.submit(false, (tx) => tx.set(["a"], 1));
+  await backend.started(1);
+  const later: Promise<void>[] = [];
+  for (const key of ["b", "c", "d"]) {
+    later.push(kv.submit(false, (tx) => tx.set([key], key)));
+    await new Promise((r) => setTimeout(r, 2)); // each built on arrival
+  }
+  backend.commits[0].release();
+  await first;
+  await backend.started(2);
+  assert.deepEqual(backend.commits[1].keys, ["b", "c", "d"]);
+  backend.commits[1].release();
+  await Promise.all(later);
+  assert.equal(backend.commits.length, 2);
+  kv.close();
+});
