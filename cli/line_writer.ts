@@ -22,8 +22,6 @@ export interface ByteSink {
   writeSync?(bytes: Uint8Array): number;
 }
 
-/** A batch up to this size may be written synchronously (a few events). */
-const SYNC_BATCH_BYTES = 4 * 1024;
 /**
  * Bytes written synchronously per {@link SYNC_WINDOW_MS} at most: a reader
  * that keeps up (the driver's contract) empties the pipe (64 KiB) far
@@ -102,7 +100,7 @@ export class LineWriter {
           this.#windowBytes = 0;
         }
         if (
-          this.#sink.writeSync && bytes.length <= SYNC_BATCH_BYTES &&
+          this.#sink.writeSync &&
           now - this.#lastAsync >= SYNC_WINDOW_MS &&
           this.#windowBytes + bytes.length <= SYNC_WINDOW_BYTES
         ) {
