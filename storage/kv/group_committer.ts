@@ -4,8 +4,9 @@
  *
  * Calls that arrive while a commit is in flight are merged into the next
  * atomic commit (split across several, in order, when over Deno KV's
- * limits: see {@link Batch}); each caller's promise resolves once its part
- * is durable. No fixed wait: one call alone commits at once. A call's
+ * limits: see {@link Batch}), built as they arrive, so that commit starts
+ * the moment the one in flight resolves; each caller's promise resolves
+ * once its part is durable. No fixed wait: one call alone commits at once. A call's
  * build runs in submission order and sees every earlier call's writes
  * (durable or not); an `exclusive` call runs alone, after everything before
  * it is durable (for scans that must see a settled store). Records of the
