@@ -1,9 +1,8 @@
 /**
  * Lines written to a stream in order, grouped: the lines pushed in one turn
- * of the event loop go out in one write. Small batches are written
- * synchronously (an event's latency is one syscall, not a hop through the
- * runtime's blocking-write threads, whose p99 was 2–18 ms here) while few
- * bytes went out that way lately; past that budget (a flood) the writes are
+ * of the event loop go out in one write. A small batch after a pause is
+ * written synchronously (an event's latency is one syscall, not a hop
+ * through the runtime's blocking-write threads); in a burst the writes are
  * asynchronous, off the main thread, and what queues meanwhile goes in the
  * next. The driver's events: a lone `acked` leaves at once, a burst's in
  * few writes.
@@ -23,20 +22,15 @@ export interface ByteSink {
 }
 
 /**
- * Bytes written synchronously per {@link SYNC_WINDOW_MS} at most: a reader
- * that keeps up (the driver's contract) empties the pipe (64 KiB) far
- * faster, so they never wait; past it, a flood goes asynchronously.
+ * Batches up to this size are written synchronously: a reader that keeps up
+ * (the driver's contract) never makes that wait.
  */
-const SYNC_WINDOW_BYTES = 16 * 1024;
+const SYNC_WRITE_BYTES = 16 * 1024;
 /**
- * The budget's window; also how long after an asynchronous write (a flood,
- * whose bytes may still fill the pipe) every write stays asynchronous: a
- * synchronous write into a full pipe would stop the whole peer until the
- * reader catches up. (The earlier rule, a gap of 0.25 ms since the last
- * synchronous write, sent an `acked` shortly after its `sent` through the
- * blocking-write threads, and wrote a flood's small batches synchronously.)
+ * A synchronous write only this long after the previous one began: closer
+ * together, the lines are a burst, written asynchronously in batches.
  */
-const SYNC_WINDOW_MS = 10;
+const SYNC_GAP_MS = 0.25;
 
 /**
  * Writes lines in order, in as few writes as the stream's pace allows. Each
@@ -60,12 +54,8 @@ export class LineWriter {
   #mark = -Infinity;
   #writing: Promise<void> | undefined;
   #broken = false;
-  /** When the current window of synchronous writes began. */
-  #windowStart = -Infinity;
-  /** Bytes written synchronously in it. */
-  #windowBytes = 0;
-  /** When the last asynchronous write ended. */
-  #lastAsync = -Infinity;
+  /** When the last synchronous write began. */
+  #lastSync = -Infinity;
 
   constructor(sink: ByteSink, onWritten: (mark: number) => void = () => {}) {
     this.#sink = sink;
@@ -95,25 +85,17 @@ export class LineWriter {
         this.#mark = -Infinity;
         let off = 0;
         const now = performance.now();
-        if (now - this.#windowStart >= SYNC_WINDOW_MS) {
-          this.#windowStart = now;
-          this.#windowBytes = 0;
-        }
         if (
-          this.#sink.writeSync &&
-          now - this.#lastAsync >= SYNC_WINDOW_MS &&
-          this.#windowBytes + bytes.length <= SYNC_WINDOW_BYTES
+          this.#sink.writeSync && bytes.length <= SYNC_WRITE_BYTES &&
+          now - this.#lastSync >= SYNC_GAP_MS
         ) {
-          this.#windowBytes += bytes.length;
+          this.#lastSync = now;
           while (off < bytes.length) {
             off += this.#sink.writeSync(bytes.subarray(off));
           }
         }
-        if (off < bytes.length) {
-          while (off < bytes.length) {
-            off += await this.#sink.write(bytes.subarray(off));
-          }
-          this.#lastAsync = performance.now();
+        while (off < bytes.length) {
+          off += await this.#sink.write(bytes.subarray(off));
         }
         if (mark !== -Infinity) this.#onWritten(mark);
       }

@@ -41,14 +41,13 @@ export const BATCH_BYTES = 256 * 1024;
 /**
  * Once {@link BatchedWriter.holdBursts} is on, a write asked for this soon
  * after the last one began is part of a burst: it waits for the end of the
- * event loop's turn (`setImmediate`, after the turn's I/O: ~0.04 ms here),
- * so the lines queued meanwhile share its syscall. A socket write completes
- * at once, so without this a burst's lines, each queued a few microtasks
- * apart, went out one syscall each. A lone line goes at once, and so does
- * the next msg of a sequential sender (one round trip later: more than
- * this; with 1 ms and a 0 ms timer, which took 1–2.5 ms here, one line in
- * ten waited that long once round trips fell under 1 ms). Off during a
- * handshake, whose lines follow each other by one round trip.
+ * event loop's turn (a 0 ms timer, 1–2.5 ms here), so the lines queued
+ * meanwhile share its syscall. A socket write completes at once, so without
+ * this a burst's lines, each queued a few microtasks apart, went out one
+ * syscall each. A lone line goes at once, and so does the next msg of a
+ * sequential sender (one round trip later: more than this; with 1 ms, one
+ * line in ten waited for the timer once round trips fell under 1 ms). Off
+ * during a handshake, whose lines follow each other by one round trip.
  */
 const BURST_MS = 0.25;
 
@@ -136,7 +135,7 @@ export class BatchedWriter {
         void this.#writeLoop();
       } else {
         this.#writing = true; // later lines queue behind it meanwhile
-        setImmediate(() => void this.#writeLoop());
+        setTimeout(() => void this.#writeLoop(), 0);
       }
     });
   }

@@ -57,13 +57,3 @@ Deno.test("line writer: a stream without writeSync is written asynchronously; a 
   await out.flush();
   assert.deepEqual(written, ["one\n"]);
 });
-
-Deno.test("line writer: an event right after another is still written synchronously", async () => {
-  const s = sink();
-  const out = new LineWriter(s);
-  out.push('{"event":"sent"}');
-  await out.flush();
-  out.push('{"event":"acked"}'); // microseconds later: no blocking-pool hop
-  await out.flush();
-  assert.deepEqual(s.writes.map((w) => w.sync), [true, true]);
-});
