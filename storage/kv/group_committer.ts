@@ -139,6 +139,8 @@ export class GroupCommitter {
   async #drain(): Promise<void> {
     /** The commit in flight: resolves true once durable, false if it failed. */
     let inFlight: Promise<boolean> | undefined;
+    /** It has settled (the next batch may start now). */
+    let inFlightDone = false;
     let failure: unknown = undefined;
     let batch = new Batch();
     let waiting: Array<{ op: Op; result: unknown }> = [];
@@ -150,6 +152,7 @@ export class GroupCommitter {
       batch = new Batch();
       const before = inFlight;
       inFlight = undefined;
+      inFlightDone = false;
       if (before !== undefined && !await before) {
         // Built on writes that did not commit.
         this.#overlay.clear();
@@ -181,6 +184,14 @@ export class GroupCommitter {
       for (const w of done) w.op.resolve(w.result);
       return true;
     };
+    /** Starts the commit of what was built (after the one in flight). */
+    const start = () => {
+      const commit = flush();
+      inFlight = commit;
+      void commit.then(() => {
+        if (inFlight === commit) inFlightDone = true;
+      });
+    };
     for (;;) {
       if (this.#queue.length === 0) {
         if (inFlight === undefined) break;
@@ -192,11 +203,16 @@ export class GroupCommitter {
         ]);
         this.#wake = undefined;
         if (!settled) continue;
-        if (waiting.length > 0 || batch.size > 0) inFlight = flush();
-        else inFlight = undefined;
+        if (waiting.length > 0 || batch.size > 0) start();
+        else {
+          inFlight = undefined;
+          inFlightDone = false;
+        }
         continue;
       }
       const ops = this.#queue.splice(0);
+      // Done already: these go together at the end, as if none were.
+      const doneBefore = inFlightDone;
       this.#prefetched.clear(); // the builds before are done with it
       await this.#prefetch(ops);
       for (const op of ops) {
@@ -242,11 +258,15 @@ export class GroupCommitter {
         }
         waiting.push({ op, result });
         if (op.exclusive) await flush();
+        // The commit in flight is done while calls keep coming: start the
+        // next with what is built, and build the rest meanwhile.
+        else if (inFlightDone && !doneBefore) start();
       }
       // Nothing in flight: commit what was built now; else once it settles.
-      if (inFlight === undefined && (waiting.length > 0 || batch.size > 0)) {
-        inFlight = flush();
-      }
+      if (
+        (inFlight === undefined || inFlightDone) &&
+        (waiting.length > 0 || batch.size > 0)
+      ) start();
     }
     this.#overlay.clear();
     this.#prefetched.clear();

@@ -17,12 +17,15 @@ class HeldBackend extends DenoKvBackend {
 
   override commit(mutations: Mutation[]): Promise<void> {
     return new Promise<void>((resolve, reject) => {
+      let released = false;
       this.commits.push({
         keys: mutations.map((m) => String(m.key[0])),
-        release: (fail) =>
-          fail
-            ? reject(new Error("disk full"))
-            : super.commit(mutations).then(resolve, reject),
+        release: (fail) => {
+          if (released) return;
+          released = true;
+          if (fail) reject(new Error("disk full"));
+          else super.commit(mutations).then(resolve, reject);
+        },
       });
       for (const wake of this.#arrived.splice(0)) wake();
     });
@@ -109,5 +112,36 @@ Deno.test("group commit: calls arriving one by one during a commit share the nex
   backend.commits[1].release();
   await Promise.all(later);
   assert.equal(backend.commits.length, 2);
+  kv.close();
+});
+
+Deno.test("group commit: while calls keep coming, the next batch commits as soon as the one in flight is done", async () => {
+  const { backend, kv } = await committer();
+  const first = kv.submit(false, (tx) => tx.set(["a"], 0));
+  await backend.started(1);
+  let n = 0;
+  let secondStarted = false;
+  const chain: Promise<void>[] = [];
+  // Each build queues the next call: the queue is never empty meanwhile.
+  const next = () =>
+    chain.push(kv.submit(false, async (tx) => {
+      await new Promise((r) => setTimeout(r, 1));
+      tx.set(["k", n], n);
+      if (++n === 3) backend.commits[0].release();
+      if (backend.commits.length >= 2) secondStarted = true;
+      if (n < 60 && !secondStarted) next();
+    }));
+  next();
+  await first;
+  while (!secondStarted && n < 60) await new Promise((r) => setTimeout(r, 5));
+  assert.equal(secondStarted, true, "the second commit started mid-stream");
+  assert.ok(n < 60);
+  let settled = false;
+  const all = Promise.all(chain).then(() => settled = true);
+  while (!settled) {
+    for (const c of backend.commits) c.release();
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  await all;
   kv.close();
 });
