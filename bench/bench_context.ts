@@ -17,8 +17,12 @@ import { fileURLToPath } from "node:url";
 import { DENO_RUN_FLAGS } from "../cli/self_command.ts";
 import { JsonProcess, type ProcEvent } from "./json_process.ts";
 
-/** Which program plays a peer: the CLI driver, or bench/peer_child.ts. */
-export type PeerProgram = "driver" | "child";
+/**
+ * Which program plays a peer: the CLI driver as awp starts it (from the
+ * generated bundle, `cli/process_bundle.ts`), the same driver from its
+ * TypeScript (`cli.ts driver`), or bench/peer_child.ts.
+ */
+export type PeerProgram = "driver" | "driver-ts" | "child";
 
 /** One run's values, metric name → number. */
 export type Sample = Record<string, number>;
@@ -123,6 +127,8 @@ export class BenchContext {
    */
   peerCommand(args: string[], denoFlags: string[] = []): [string, string[]] {
     const script = this.peer === "driver"
+      ? [`${ROOT}dist/bundle/cli.js`, "driver"]
+      : this.peer === "driver-ts"
       ? [`${ROOT}cli.ts`, "driver"]
       : [`${ROOT}bench/peer_child.ts`];
     return withFdLimit(Deno.execPath(), [

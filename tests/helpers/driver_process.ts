@@ -20,8 +20,9 @@ const MOD = new URL("../../mod.ts", import.meta.url).pathname;
  * ```
  */
 export class DriverProcess extends JsonLineChild {
-  constructor(args: string[]) {
-    super(["run", "-A", "--unstable-kv", MOD, "driver", ...args]);
+  /** `main`: the program's path (mod.ts; or e.g. the generated bundle). */
+  constructor(args: string[], main: string = MOD) {
+    super(["run", "-A", "--unstable-kv", main, "driver", ...args]);
   }
 
   /**
