@@ -14,7 +14,7 @@
  */
 
 import { fileURLToPath } from "node:url";
-import { DENO_RUN_FLAGS } from "../cli/self_command.ts";
+import { BUNDLE_RUN_FLAGS, DENO_RUN_FLAGS } from "../cli/self_command.ts";
 import { JsonProcess, type ProcEvent } from "./json_process.ts";
 
 /**
@@ -69,6 +69,13 @@ const DENO_RUN = [
   ...(Deno.env.get("AWP_BENCH_DENO_FLAGS") ?? "").split(" ").filter((f) =>
     f !== ""
   ),
+];
+
+/** The same for the bundle, as awp starts it (`BUNDLE_RUN_FLAGS`). */
+const BUNDLE_RUN = [
+  "run",
+  ...BUNDLE_RUN_FLAGS,
+  ...DENO_RUN.slice(1 + DENO_RUN_FLAGS.length),
 ];
 
 /** Starts `cmd` with the soft fd limit raised to the hard one. */
@@ -132,7 +139,7 @@ export class BenchContext {
       ? [`${ROOT}cli.ts`, "driver"]
       : [`${ROOT}bench/peer_child.ts`];
     return withFdLimit(Deno.execPath(), [
-      ...DENO_RUN,
+      ...(this.peer === "driver" ? BUNDLE_RUN : DENO_RUN),
       ...denoFlags,
       ...script,
       ...args,

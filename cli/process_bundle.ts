@@ -21,13 +21,14 @@
  * ```sh
  * deno task bundle           # build dist/bundle/ when stale
  * deno task bundle --check   # exit 1 when stale or missing
- * deno run -A --unstable-kv dist/bundle/cli.js status
+ * deno run -A --unstable-kv --no-config --no-lock dist/bundle/cli.js status
  * ```
  *
  * @module
  */
 
 import { LAZY_MODULES } from "../peer/lazy_import.ts";
+import { BUNDLE_RUN_FLAGS, selfCommand } from "./self_command.ts";
 
 /** The repository root (cli/..). */
 const ROOT = new URL("../", import.meta.url);
@@ -254,6 +255,41 @@ export async function ensureBundle(root: URL = ROOT): Promise<boolean> {
   if (await bundleFresh(root)) return false;
   await buildBundle(bundleDir(root), root);
   return true;
+}
+
+/**
+ * How to start this program again with `args` (the daemon `awp up`
+ * starts): from the bundle when this program is this repository's
+ * `mod.ts` or `cli.ts` and the bundle is fresh (built from the sources as
+ * they are now), else as {@linkcode selfCommand} says (the same program;
+ * a compiled binary, or a bundle that already runs, restart themselves).
+ *
+ * @example
+ * ```ts ignore
+ * import { selfCommandPreferBundle } from "./process_bundle.ts";
+ * const { command, args } = await selfCommandPreferBundle(["version"]);
+ * ```
+ */
+export async function selfCommandPreferBundle(
+  args: readonly string[],
+): Promise<{ command: string; args: string[] }> {
+  const main = Deno.mainModule;
+  const ours = [new URL("mod.ts", ROOT).href, new URL("cli.ts", ROOT).href];
+  if (
+    !Deno.build.standalone && ours.includes(main) &&
+    await bundleFresh().catch(() => false)
+  ) {
+    return {
+      command: Deno.execPath(),
+      args: [
+        "run",
+        ...BUNDLE_RUN_FLAGS,
+        new URL("cli.js", bundleDir()).pathname,
+        ...args,
+      ],
+    };
+  }
+  return selfCommand(args);
 }
 
 if (import.meta.main) {

@@ -3,9 +3,12 @@ import {
   buildBundle,
   BUNDLE_ENTRIES,
   BUNDLE_SOURCES,
+  bundleDir,
+  ensureBundle,
   readStamp,
   sourceHash,
 } from "../../cli/process_bundle.ts";
+import { BUNDLE_RUN_FLAGS } from "../../cli/self_command.ts";
 import { DriverProcess } from "../helpers/driver_process.ts";
 
 const ROOT = new URL("../../", import.meta.url);
@@ -88,7 +91,7 @@ Deno.test("process bundle: a fresh build runs each command as the TypeScript doe
       ]
     ) {
       const ts = await run(["run", "-A", "--unstable-kv", "cli.ts", ...words]);
-      const js = await run(["run", "-A", "--unstable-kv", cli, ...words]);
+      const js = await run(["run", ...BUNDLE_RUN_FLAGS, cli, ...words]);
       assert.deepEqual(js, ts, words.join(" "));
     }
     // Each module loaded on demand has its own entry in the bundle.
@@ -101,6 +104,7 @@ Deno.test("process bundle: a fresh build runs each command as the TypeScript doe
     a = new DriverProcess(
       ["--state", states[0], "listen", "tcp:127.0.0.1:0"],
       cli,
+      BUNDLE_RUN_FLAGS,
     );
     const listening = await a.waitFor(
       (e) => e.event === "listening",
@@ -132,5 +136,31 @@ Deno.test("process bundle: a fresh build runs each command as the TypeScript doe
     for (const s of [dir, ...states]) {
       await Deno.remove(s, { recursive: true }).catch(() => {});
     }
+  }
+});
+
+Deno.test({
+  name:
+    "process bundle: awp up from mod.ts starts the daemon from a fresh bundle",
+  ignore: Deno.build.os !== "linux", // reads /proc/PID/cmdline
+}, async () => {
+  await ensureBundle();
+  const home = await Deno.makeTempDir({ prefix: "awp-bundle-home-" });
+  const awp = (...words: string[]) =>
+    run(["run", "-A", "mod.ts", ...words, "--home", home]);
+  try {
+    const up = await awp("up", "--listen", "tcp:127.0.0.1:0");
+    assert.equal(up.code, 0, up.err);
+    const status = await awp("status", "--json");
+    assert.equal(status.code, 0, status.err);
+    const { pid } = JSON.parse(status.out) as { pid: number };
+    const argv = (await Deno.readTextFile(`/proc/${pid}/cmdline`)).split("\0");
+    assert.ok(
+      argv.includes(new URL("cli.js", bundleDir()).pathname),
+      argv.join(" "),
+    );
+  } finally {
+    await awp("down");
+    await Deno.remove(home, { recursive: true }).catch(() => {});
   }
 });
