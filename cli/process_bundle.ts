@@ -29,6 +29,7 @@
 
 import { LAZY_MODULES } from "../peer/lazy_import.ts";
 import { BUNDLE_RUN_FLAGS, selfCommand } from "./self_command.ts";
+import { denoBundle } from "./deno_bundle.ts";
 
 /** The repository root (cli/..). */
 const ROOT = new URL("../", import.meta.url);
@@ -202,28 +203,16 @@ export async function buildBundle(
     prefix: ".bundle-",
   });
   try {
-    const { success, stderr } = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "bundle",
-        "--quiet",
-        "--platform",
-        "deno",
-        "--code-splitting",
-        "--minify",
-        "--keep-names",
-        "--outdir",
-        tmp,
-        ...BUNDLE_ENTRIES.map((e) => new URL(e, root).pathname),
-      ],
-      cwd: root.pathname,
-      stdout: "null",
-      stderr: "piped",
-    }).output();
-    if (!success) {
-      throw new Error(
-        `deno bundle failed: ${new TextDecoder().decode(stderr).trim()}`,
-      );
-    }
+    await denoBundle([
+      "--platform",
+      "deno",
+      "--code-splitting",
+      "--minify",
+      "--keep-names",
+      "--outdir",
+      tmp,
+      ...BUNDLE_ENTRIES.map((e) => new URL(e, root).pathname),
+    ], root.pathname);
     const stamp: BundleStamp = { sources, deno: Deno.version.deno };
     await Deno.writeTextFile(`${tmp}/stamp.json`, JSON.stringify(stamp));
     await Deno.remove(out, { recursive: true }).catch(() => {});
