@@ -58,14 +58,21 @@ export function selfCommand(
   if (Deno.build.standalone) {
     return { command: Deno.execPath(), args: [...args] };
   }
-  // The bundle's modules are `.js`; this package's own are `.ts`.
-  const flags = Deno.mainModule.endsWith(".js")
-    ? BUNDLE_RUN_FLAGS
-    : DENO_RUN_FLAGS;
+  const flags = runsFromBundle() ? BUNDLE_RUN_FLAGS : DENO_RUN_FLAGS;
   return {
     command: Deno.execPath(),
     args: ["run", ...flags, Deno.mainModule, ...args],
   };
+}
+
+/** True when the main module is the generated bundle's (it has a stamp). */
+function runsFromBundle(): boolean {
+  if (!Deno.mainModule.endsWith(".js")) return false;
+  try {
+    return Deno.statSync(new URL("stamp.json", Deno.mainModule)).isFile;
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -141,26 +141,37 @@ Deno.test("process bundle: a fresh build runs each command as the TypeScript doe
 
 Deno.test({
   name:
-    "process bundle: awp up from mod.ts starts the daemon from a fresh bundle",
+    "process bundle: awp up from mod.ts or from the bundle starts the daemon from the bundle",
   ignore: Deno.build.os !== "linux", // reads /proc/PID/cmdline
 }, async () => {
   await ensureBundle();
-  const home = await Deno.makeTempDir({ prefix: "awp-bundle-home-" });
-  const awp = (...words: string[]) =>
-    run(["run", "-A", "mod.ts", ...words, "--home", home]);
-  try {
-    const up = await awp("up", "--listen", "tcp:127.0.0.1:0");
-    assert.equal(up.code, 0, up.err);
-    const status = await awp("status", "--json");
-    assert.equal(status.code, 0, status.err);
-    const { pid } = JSON.parse(status.out) as { pid: number };
-    const argv = (await Deno.readTextFile(`/proc/${pid}/cmdline`)).split("\0");
-    assert.ok(
-      argv.includes(new URL("cli.js", bundleDir()).pathname),
-      argv.join(" "),
-    );
-  } finally {
-    await awp("down");
-    await Deno.remove(home, { recursive: true }).catch(() => {});
+  const cli = new URL("cli.js", bundleDir()).pathname;
+  for (
+    const main of [["-A", "mod.ts"], [...BUNDLE_RUN_FLAGS, cli]]
+  ) {
+    const home = await Deno.makeTempDir({ prefix: "awp-bundle-home-" });
+    const awp = (...words: string[]) =>
+      run(["run", ...main, ...words, "--home", home]);
+    try {
+      const up = await awp("up", "--listen", "tcp:127.0.0.1:0");
+      assert.equal(up.code, 0, up.err);
+      const status = await awp("status", "--json");
+      assert.equal(status.code, 0, status.err);
+      const { pid } = JSON.parse(status.out) as { pid: number };
+      const argv = (await Deno.readTextFile(`/proc/${pid}/cmdline`)).split(
+        "\0",
+      );
+      const entry = new URL("cli.js", bundleDir());
+      assert.ok(
+        argv.includes(entry.pathname) || argv.includes(entry.href),
+        argv.join(" "),
+      );
+      for (const flag of BUNDLE_RUN_FLAGS) {
+        assert.ok(argv.includes(flag), `${flag} in ${argv.join(" ")}`);
+      }
+    } finally {
+      await awp("down");
+      await Deno.remove(home, { recursive: true }).catch(() => {});
+    }
   }
 });
