@@ -35,7 +35,7 @@ import {
   type SendErrParams,
   stateName,
 } from "./connection_machine.ts";
-import type { Transport } from "../net/transport.ts";
+import type { Transport, TransportHandlers } from "../net/transport.ts";
 import { type RemoteHello, remoteHelloOf } from "./remote_hello.ts";
 import { ownHello } from "./own_hello.ts";
 import type {
@@ -58,6 +58,7 @@ import {
 import { encodeLine } from "../wire/frame.ts";
 import { LineReader } from "../wire/line_reader.ts";
 import { connectionClock, pingTimeouts } from "./connection_timing.ts";
+import { ActorGroups, type ChartFailureHost } from "./actor_groups.ts";
 import { type Frame, readFrame } from "../wire/read_frame.ts";
 import { verify } from "../wire/keys.ts";
 import { authTranscript } from "../wire/transcript.ts";
@@ -126,6 +127,9 @@ const DRAIN_MS = 1_000;
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
 const lossy = new TextDecoder("utf-8", { fatal: false });
+
+/** Connection actors share xstate systems, a group at a time. */
+const actorGroups = new ActorGroups(connectionClock);
 
 function deferred<T>() {
   let resolve!: (value: T) => void;
@@ -201,12 +205,14 @@ export class Connection {
   /** Received content lines on their way to the store, acks after. */
   #committer: ReceiveCommitter;
   /** What the chart's actions call on this connection. */
-  #host: ConnectionHost;
+  #host: ConnectionHost & TransportHandlers;
   /** While the session is up: lines the host routes itself (the chart's table). */
   #sessionRoutes: ReadonlyMap<string, SessionRoute> | undefined;
   /** Reading waits while the chart verifies their auth. */
   #paused: ReturnType<typeof deferred<void>> | undefined;
-  #establishedD = deferred<RemoteHello>();
+  /** Until settled (an open connection keeps no resolvers). */
+  #establishedD: ReturnType<typeof deferred<RemoteHello>> | undefined =
+    deferred<RemoteHello>();
   #closedD = deferred<string>();
 
   /** Sets the connection up; nothing happens until {@link start}. */
@@ -217,7 +223,7 @@ export class Connection {
     const ping = pingTimeouts(options)?.pingInterval ??
       DEFAULT_TIMEOUTS.pingInterval;
     this.#aliveEvery = ping > 0 ? Math.min(1_000, ping / 10) : Infinity;
-    this.established = this.#establishedD.promise;
+    this.established = this.#establishedD!.promise;
     this.closed = this.#closedD.promise;
     // Handled here so an unobserved failed handshake is not an unhandled rejection.
     this.established.catch(() => {});
@@ -230,11 +236,15 @@ export class Connection {
     );
     // The committer writes its acks through the connection's output.
     this.#committer = new ReceiveCommitter(options.store, host, this.#outbox);
+    // Inspected: a system of its own (xstate inspects whole systems).
+    const group = options.inspect ? undefined : actorGroups.current();
     this.actor = createActor(connectionMachine, {
       input: { timeouts: pingTimeouts(options), key: options.signer.key, host },
       inspect: options.inspect,
       clock: connectionClock,
+      parent: group?.parent,
     });
+    group?.join(this.actor, host);
   }
 
   /**
@@ -242,7 +252,12 @@ export class Connection {
    * per action per connection (10,000 idle connections hold one each).
    */
   static #Host = class
-    implements ConnectionHost, CommitterHost, OutboxWriterHost {
+    implements
+      ConnectionHost,
+      CommitterHost,
+      OutboxWriterHost,
+      ChartFailureHost,
+      TransportHandlers {
     #c: Connection;
     constructor(connection: Connection) {
       this.#c = connection;
@@ -360,7 +375,8 @@ export class Connection {
       // Both auths are done: the hellos' bytes are not needed any more.
       c.#myHello = undefined;
       c.#peerHello = undefined;
-      c.#establishedD.resolve(c.#peer!);
+      c.#establishedD?.resolve(c.#peer!);
+      c.#establishedD = undefined;
     }
     sendPing() {
       this.#c.#sendPing();
@@ -377,6 +393,26 @@ export class Connection {
     closeTransport(reason: string) {
       void this.#c.#shutdown(reason);
     }
+    // The transport's handlers (no closures of their own per connection).
+    onData(chunk: Uint8Array) {
+      return this.#c.#onData(chunk);
+    }
+    onEnd(error?: Error) {
+      this.#c.#event({
+        type: "END",
+        reason: error
+          ? `read error: ${error.message}`
+          : "peer closed the connection",
+      });
+    }
+    onFrameError(code: "bad_frame" | "too_large", detail: string) {
+      // A framing fault below the line layer (WebSocket): same answer.
+      if (!this.#c.#done) this.#c.#fail(code, detail);
+    }
+    chartFailed(error: unknown) {
+      // A grouped actor's error goes to its group, not unhandled: close.
+      void this.#c.#shutdown(`failed: ${errorText(error)}`);
+    }
   };
 
   /** Sends hello and starts reading. */
@@ -384,20 +420,7 @@ export class Connection {
     if (this.#started) return;
     this.#started = true;
     this.actor.start();
-    this.#t.start({
-      onData: (chunk) => this.#onData(chunk),
-      onEnd: (error) =>
-        this.#event({
-          type: "END",
-          reason: error
-            ? `read error: ${error.message}`
-            : "peer closed the connection",
-        }),
-      // A framing fault below the line layer (WebSocket): same answer.
-      onFrameError: (code, detail) => {
-        if (!this.#done) this.#fail(code, detail);
-      },
-    });
+    this.#t.start(this.#host);
   }
 
   /** The peer's hello, once its auth verified. */
@@ -580,7 +603,8 @@ export class Connection {
     connectionClock.clearTimeout(timer);
     this.#t.close();
     this.#outbox.close();
-    if (!this.#opened) this.#establishedD.reject(new Error(reason));
+    this.#establishedD?.reject(new Error(reason));
+    this.#establishedD = undefined;
     this.#closedD.resolve(reason);
     this.#o.onClosed?.(this, reason);
   }

@@ -41,6 +41,7 @@ import {
 } from "npm:xstate@^5.33.3";
 import {
   Connection,
+  type ConnectionOptions,
   type ReceivedLine,
   type RemoteHello,
 } from "./connection.ts";
@@ -142,6 +143,7 @@ export class Supervisor {
   /** The lifecycle and counts chart. */
   readonly actor: Actor<typeof supervisorMachine>;
   #o: SupervisorOptions;
+  #shared: Omit<ConnectionOptions, "transport" | "dialed"> | undefined;
   #connections = new Set<Connection>();
   #active = new Map<string, Active>();
   #dialers = new Map<string, Dialer>();
@@ -609,6 +611,22 @@ export class Supervisor {
     this.#wanted.delete(peer);
   }
 
+  /** What all connections share: their options' prototype, made once. */
+  #connectionShared(): Omit<ConnectionOptions, "transport" | "dialed"> {
+    return this.#shared ??= {
+      ...this.#o,
+      inspect: undefined, // the supervisor's; a connection's is its own
+      onAuthenticated: (c) => this.#activate(c),
+      onDeliver: (c, lines) => {
+        if (c.remote) this.#o.afterCommit?.(c.remote.key, lines);
+        for (const line of lines) {
+          this.#router.route(c, line.message, line.raw, line.seq);
+        }
+      },
+      onControl: (c, line) => this.#router.route(c, line.message, line.raw),
+    };
+  }
+
   /** Runs a connection over `transport`. */
   #adopt(
     transport: Transport,
@@ -623,22 +641,14 @@ export class Supervisor {
     // remote's bye holds nothing, so a peer that shuts down gracefully is
     // redialed while we still have unacked lines or open threads for it,
     // SPEC 4.3); the handlers below are the supervisor's own.
-    const conn = new Connection({
-      ...this.#o,
-      transport,
-      dialed,
-      grants: present?.length ? this.#grantsWith(present) : this.#o.grants,
-      onAuthenticated: (c) => this.#activate(c),
-      inspect: this.#inspect ? this.#observe(this.#inspect) : undefined,
-      onDeliver: (c, lines) => {
-        if (c.remote) this.#o.afterCommit?.(c.remote.key, lines);
-        for (const line of lines) {
-          this.#router.route(c, line.message, line.raw, line.seq);
-        }
-      },
-      onControl: (c, line) => this.#router.route(c, line.message, line.raw),
-      onClosed: (c, reason) => this.#closed(c, reason, transport.remoteAddr),
-    });
+    const options: ConnectionOptions = Object.create(this.#connectionShared());
+    options.transport = transport;
+    options.dialed = dialed;
+    if (present?.length) options.grants = this.#grantsWith(present);
+    if (this.#inspect) options.inspect = this.#observe(this.#inspect);
+    options.onClosed = (c, reason) =>
+      this.#closed(c, reason, transport.remoteAddr);
+    const conn = new Connection(options);
     this.#connections.add(conn);
     this.#labels.set(conn, `${dialed ? "to" : "from"} ${transport.remoteAddr}`);
     this.#showConnection(conn);

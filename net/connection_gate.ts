@@ -174,6 +174,39 @@ function hostOf(addr: string): string {
   return cut > 4 ? addr.slice(0, cut) : addr;
 }
 
+/**
+ * The owner's handlers, passed on, and its gate place given back at the
+ * end: one object, no copy of the owner's (which may be a class instance,
+ * its methods on a prototype).
+ */
+class GatedHandlers implements TransportHandlers {
+  readonly #owner: TransportHandlers;
+  readonly #ticket: GateTicket;
+
+  constructor(owner: TransportHandlers, ticket: GateTicket) {
+    this.#owner = owner;
+    this.#ticket = ticket;
+  }
+
+  onData(chunk: Uint8Array): void | Promise<void> {
+    return this.#owner.onData(chunk);
+  }
+
+  onEnd(error?: Error): void {
+    this.#ticket.release();
+    this.#owner.onEnd(error);
+  }
+
+  onFrameError(
+    code: "bad_frame" | "too_large",
+    detail: string,
+  ): void | Promise<void> {
+    // As a binding does for an owner without one: end with the fault.
+    if (!this.#owner.onFrameError) throw new Error(`WebSocket: ${detail}`);
+    return this.#owner.onFrameError(code, detail);
+  }
+}
+
 /** A transport that gives its gate place back when it ends. */
 class GatedTransport implements Transport {
   readonly #inner: Transport;
@@ -197,13 +230,7 @@ class GatedTransport implements Transport {
   }
 
   start(handlers: TransportHandlers): void {
-    this.#inner.start({
-      ...handlers, // onFrameError too (the WebSocket binding)
-      onEnd: (error) => {
-        this.#ticket.release();
-        handlers.onEnd(error);
-      },
-    });
+    this.#inner.start(new GatedHandlers(handlers, this.#ticket));
   }
 
   write(frame: Uint8Array): Promise<void> {

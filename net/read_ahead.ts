@@ -5,7 +5,8 @@
  * by a small kernel buffer (a Unix socket holds ~200 KB) and a busy owner
  * gets fewer, bigger pieces. It reads ahead by at most one buffer
  * (backpressure: a full buffer waits for the owner), and a quiet
- * connection holds one small buffer.
+ * connection holds one small buffer, smaller still once it idles (a
+ * short read after a long wait: a ping).
  *
  * @module
  */
@@ -24,6 +25,15 @@ export interface ByteSource {
 export interface ReadAheadSizes {
   /** A buffer while the peer sends little. */
   idle: number;
+  /**
+   * A buffer once the connection is idle: after a read shorter than this
+   * that waited at least `stillAfterMs` for its bytes (a ping on an idle
+   * connection), the loop reads into a buffer of this size, and back into
+   * one of `idle` after a read that fills it. Unset: always `idle`.
+   */
+  still?: number;
+  /** See `still`; {@linkcode STILL_AFTER_MS} when unset. */
+  stillAfterMs?: number;
   /** A buffer during a burst (from a read that filled its room). */
   burst: number;
   /**
@@ -32,6 +42,13 @@ export interface ReadAheadSizes {
    */
   ahead: number;
 }
+
+/**
+ * How long a short read must have waited before the loop reads into a
+ * `still` buffer: a busy connection's reads come sooner (and keep reading
+ * together what was written together), an idle one's pings far later.
+ */
+export const STILL_AFTER_MS = 5_000;
 
 /** What the owner of a {@linkcode readAhead} loop is told. */
 export interface ReadAheadHandlers {
@@ -92,14 +109,26 @@ export async function readAhead(
 ): Promise<void> {
   // Quiet: one small buffer, read again once the owner is done with it
   // (an idle connection holds only this and one pending read).
-  const buffer = new Uint8Array(sizes.idle);
+  let buffer = new Uint8Array(sizes.idle);
+  const still = sizes.still ?? sizes.idle;
+  const stillAfterMs = sizes.stillAfterMs ?? STILL_AFTER_MS;
   let error: Error | undefined;
   try {
     while (!source.closed) {
+      const asked = still < sizes.idle ? performance.now() : 0;
       const n = await source.read(buffer);
       if (n === null) break;
-      if (n < buffer.length) {
+      if (buffer.length < sizes.idle) {
+        // Still: a read that fills it means data flows again; grow (no
+        // burst for a line a little longer than a ping).
         await handlers.onData(buffer.subarray(0, n));
+        if (n === buffer.length) buffer = new Uint8Array(sizes.idle);
+        continue;
+      }
+      if (n < buffer.length) {
+        const idle = n < still && performance.now() - asked >= stillAfterMs;
+        await handlers.onData(buffer.subarray(0, n));
+        if (idle) buffer = new Uint8Array(still);
         continue;
       }
       // A read that filled it: a burst, read ahead until quiet again.

@@ -157,6 +157,8 @@ export class TransportError extends Error {
 const READ_BYTES = 1024 * 1024;
 /** Read buffer of a connection that is not receiving a burst. */
 const IDLE_READ_BYTES = 1024;
+/** Read buffer of a connection that receives only pings (80-115 bytes a line). */
+const STILL_READ_BYTES = 256;
 /**
  * Read ahead at most one read buffer: a small line arriving behind a blob
  * waits for no more than that here (a Unix socket's pieces then hold a few
@@ -164,6 +166,7 @@ const IDLE_READ_BYTES = 1024;
  */
 const READ_SIZES = {
   idle: IDLE_READ_BYTES,
+  still: STILL_READ_BYTES,
   burst: READ_BYTES,
   ahead: READ_BYTES,
 };

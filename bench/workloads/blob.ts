@@ -89,26 +89,40 @@ export async function transfer(
   return ms;
 }
 
+/** CPU time a process has run so far, in ms: all its threads, and its main one. */
+export interface ProcessCpu {
+  /** Every thread (the JS thread, V8's helpers, the I/O pool). */
+  all: number;
+  /**
+   * The JS thread alone; the rest is mostly the blocking I/O pool (file
+   * writes, fsyncs) and V8's GC helpers.
+   */
+  main: number;
+}
+
 /**
- * CPU time a process has run so far, all its threads, in ms (Linux
- * the `schedstat` of each task in `/proc/PID/task`); NaN where that is not readable. Less
- * sensitive to other load on a shared machine than wall time.
+ * CPU time a process has run so far (Linux: the `schedstat` of each task in
+ * `/proc/PID/task`); NaN where that is not readable. Less sensitive to other
+ * load on a shared machine than wall time.
  */
-export async function cpuMs(pid: number): Promise<number> {
-  let ns = 0;
+export async function cpuMs(pid: number): Promise<ProcessCpu> {
+  let all = 0;
+  let main = NaN;
   try {
     for await (const task of Deno.readDir(`/proc/${pid}/task`)) {
       try {
         const text = await Deno.readTextFile(
           `/proc/${pid}/task/${task.name}/schedstat`,
         );
-        ns += Number(text.split(" ")[0]);
+        const ms = Number(text.split(" ")[0]) / 1e6;
+        all += ms;
+        if (task.name === String(pid)) main = ms;
       } catch { /* the thread ended meanwhile */ }
     }
   } catch {
-    return NaN;
+    return { all: NaN, main: NaN };
   }
-  return ns / 1e6;
+  return { all, main };
 }
 
 async function peakOf(p: JsonProcess): Promise<number> {
@@ -134,6 +148,8 @@ function blobOver(transport: "tcp" | "unix"): Workload {
       receiver_peak_rss_mib: "MiB",
       sender_cpu_ms: "ms",
       receiver_cpu_ms: "ms",
+      sender_main_cpu_ms: "ms",
+      receiver_main_cpu_ms: "ms",
     },
     params: (ctx) => ({ bytes: (ctx.quick ? 2 : 20) * MIB, transport }),
     async run(ctx: BenchContext) {
@@ -152,6 +168,7 @@ function blobOver(transport: "tcp" | "unix"): Workload {
         try {
           const cpu0 = [await cpuMs(sender.pid), await cpuMs(receiver.pid)];
           const ms = await transfer(sender, receiver, path, size, sha);
+          const cpu1 = [await cpuMs(sender.pid), await cpuMs(receiver.pid)];
           samples.push({
             mib_per_s: size / MIB / (ms / 1000),
             ms,
@@ -159,8 +176,13 @@ function blobOver(transport: "tcp" | "unix"): Workload {
             receiver_peak_rss_mib: await peakOf(receiver),
             // With what follows the event (the msg's ack and its commits)
             // while the bench re-hashes the file.
-            sender_cpu_ms: await cpuMs(sender.pid) - cpu0[0],
-            receiver_cpu_ms: await cpuMs(receiver.pid) - cpu0[1],
+            sender_cpu_ms: cpu1[0].all - cpu0[0].all,
+            receiver_cpu_ms: cpu1[1].all - cpu0[1].all,
+            // The JS thread: the receiver's other threads are mostly its
+            // file writes, whose cost swings 11–15 or 55–75 ms per 20 MiB
+            // on this machine with the kernel's page allocation.
+            sender_main_cpu_ms: cpu1[0].main - cpu0[0].main,
+            receiver_main_cpu_ms: cpu1[1].main - cpu0[1].main,
           });
           ctx.log(
             `  run ${run + 1}: ${samples[run].mib_per_s.toFixed(1)} MiB/s`,

@@ -206,3 +206,65 @@ Deno.test("read ahead over a Unix socket: a slow owner, 8 MiB intact, in fewer p
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("read ahead: a short read after a long wait shrinks the quiet buffer to `still`, a read that fills it grows it back", async () => {
+  // Reads of these sizes, each whole (the source never splits on its own),
+  // and how long each waits for its bytes (ms).
+  const plan = [40, 20, 50, 100, 10, 64, 5, 5];
+  const waits = [0, 30, 0, 0, 30, 30, 0, 0];
+  const rooms: number[] = [];
+  let at = 0;
+  let i = 0;
+  let waited = -1;
+  const source: ByteSource = {
+    closed: false,
+    async read(p) {
+      rooms.push(p.length);
+      if (i >= plan.length) return null;
+      if (waited !== i) {
+        waited = i;
+        if (waits[i] > 0) await new Promise((r) => setTimeout(r, waits[i]));
+      }
+      // What is left of this step of the plan, as much as fits.
+      const n = Math.min(p.length, plan[i]);
+      for (let k = 0; k < n; k++) p[k] = byteAt(at + k);
+      at += n;
+      plan[i] -= n;
+      if (plan[i] === 0) i++;
+      return n;
+    },
+  };
+  let seen = 0;
+  const sizes = {
+    idle: 128,
+    still: 32,
+    stillAfterMs: 20,
+    burst: 1024,
+    ahead: 1024,
+  };
+  await readAhead(source, sizes, {
+    onData(piece) {
+      for (let k = 0; k < piece.length; k++) {
+        assert.equal(piece[k], byteAt(seen + k));
+      }
+      seen += piece.length;
+    },
+    onEnd(error) {
+      assert.equal(error, undefined);
+    },
+  });
+  assert.equal(seen, 40 + 20 + 50 + 100 + 10 + 64 + 5 + 5);
+  assert.deepEqual(rooms, [
+    128, // 40 at once
+    128, // 20 after a wait: idle -> still
+    32, // 50 fills it: 32 -> grow
+    128, // the 18 left
+    128, // 100
+    128, // 10 after a wait: still
+    32, // 32 of 64 after a wait fills it: grow
+    128, // the other 32 at once
+    128, // 5 at once: stays
+    128, // 5
+    128, // EOF
+  ]);
+});
