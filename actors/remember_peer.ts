@@ -60,6 +60,21 @@ export async function rememberPeer(
 }
 
 /**
+ * Reads `peer`'s record on a later turn, into the store's cache, so that
+ * {@link rememberPeer} after the handshake costs no KV read (a new peer's
+ * record is one); meanwhile the handshake's own lines go first.
+ *
+ * @example
+ * ```ts ignore
+ * import { readPeerSoon } from "./remember_peer.ts";
+ * readPeerSoon(store, remote.key);
+ * ```
+ */
+export function readPeerSoon(store: Store, peer: string): void {
+  setTimeout(() => void store.peer(peer).catch(() => {}), 0);
+}
+
+/**
  * `known` (if any) updated with what `remote` said: its name, about and
  * caps; the addresses in `first` (in that order, unset ones skipped) ahead
  * of the ones known; `dialed` once we ever dialed it.

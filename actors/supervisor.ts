@@ -55,7 +55,7 @@ import { Dialer } from "./dialer.ts";
 import { dialUntilUp } from "./dial_until_up.ts";
 import { warmHandshake } from "./handshake_warmup.ts";
 import { QuietHolds } from "./quiet_holds.ts";
-import { rememberPeer } from "./remember_peer.ts";
+import { readPeerSoon, rememberPeer } from "./remember_peer.ts";
 import { wantedInStore } from "./wanted_in_store.ts";
 import {
   type ActorInspection,
@@ -693,12 +693,9 @@ export class Supervisor {
     const peer = remote.key;
     const old = this.#active.get(peer);
     if (old?.conn === conn) return;
-    // We dialed: while their resume comes, read the peer's record (a new
-    // peer's is a KV read) so that remembering it after `connected` does
-    // not hold the event back. On a later turn: our resume goes first.
-    if (conn.dialed) {
-      setTimeout(() => void this.#o.store.peer(peer).catch(() => {}), 0);
-    }
+    // Dialed: their record is read while their resume comes (remembering
+    // it after `connected` then costs no KV read).
+    if (conn.dialed) readPeerSoon(this.#o.store, peer);
     const dialedBy = (c: Connection) => c.dialed ? this.key : peer;
     this.actor.send({
       type: "AUTHENTICATED",
