@@ -266,7 +266,20 @@ export class Connection {
       this.#c.#acceptHello(frame);
     }
     verifyAuth(frame: Frame) {
-      return this.#c.#verifyAuth(frame);
+      const c = this.#c;
+      c.#verifyAuth(frame).then(
+        (verdict) => {
+          if (verdict.ok) return c.#event({ type: "AUTH_OK" });
+          const { ok: _, ...refusal } = verdict;
+          c.#event({ ...refusal, type: "AUTH_REFUSED" });
+        },
+        (error) =>
+          c.#event({
+            type: "AUTH_REFUSED",
+            code: "internal",
+            detail: `storage failed: ${errorText(error)}`,
+          }),
+      );
     }
     sessionRoutes(routes: ReadonlyMap<string, SessionRoute> | undefined) {
       this.#c.#sessionRoutes = routes;
@@ -370,6 +383,9 @@ export class Connection {
     opened() {
       const c = this.#c;
       c.#opened = true;
+      // The liveness timer starts with `open`: the line that opened it (and
+      // any read within #aliveEvery) need not restart it with a chart step.
+      c.#alive = performance.now();
       // From here lines may come in bursts; the handshake's went at once.
       c.#t.holdBursts?.(true);
       // Both auths are done: the hellos' bytes are not needed any more.
@@ -593,14 +609,17 @@ export class Connection {
     this.#paused?.resolve();
     // Let an err or bye just queued reach the peer, but not forever (the
     // wheel's timer: 10,000 closing connections make no real timers).
-    let timer: unknown;
-    await Promise.race([
-      this.#t.flush().catch(() => {}),
-      new Promise<void>((resolve) =>
-        timer = connectionClock.setTimeout(resolve, DRAIN_MS)
-      ),
-    ]);
-    connectionClock.clearTimeout(timer);
+    // Nothing queued (most closes: the peer went away): no wait at all.
+    if (this.#outbox.unwrittenBytes > 0) {
+      let timer: unknown;
+      await Promise.race([
+        this.#t.flush().catch(() => {}),
+        new Promise<void>((resolve) =>
+          timer = connectionClock.setTimeout(resolve, DRAIN_MS)
+        ),
+      ]);
+      connectionClock.clearTimeout(timer);
+    }
     this.#t.close();
     this.#outbox.close();
     this.#establishedD?.reject(new Error(reason));
