@@ -22,6 +22,7 @@ import { checkStoreUrl } from "./daemon_flags.ts";
 import { openPeer } from "./open_peer.ts";
 import { LineWriter } from "./line_writer.ts";
 import { SentBeforeAcked } from "./sent_before_acked.ts";
+import { IntakeGate } from "./intake_gate.ts";
 import { kvAvailable, reexecWithKv } from "./self_command.ts";
 import { errorText } from "../wire/error_text.ts";
 
@@ -84,6 +85,12 @@ const CURSOR_SAVE_MS = 1_000;
 
 /** Bytes of stdin read at a time. */
 const STDIN_READ_BYTES = 64 * 1024;
+/**
+ * Commands taken in from stdin and not yet finished (a send: until its
+ * commit) before the next line waits: enough for group commits of hundreds
+ * of msgs, not thousands of queued sends held at once.
+ */
+const MAX_COMMANDS_IN_FLIGHT = 128;
 
 /** One command read from stdin. */
 export interface DriverCommand {
@@ -220,6 +227,8 @@ class Driver {
   #pending: DriverCommand[] = [];
   /** Commands run one at a time, in order. */
   #chain: Promise<void> = Promise.resolve();
+  /** Bounds the commands read from stdin and not yet finished. */
+  #intake = new IntakeGate(MAX_COMMANDS_IN_FLIGHT);
   #done!: (code: number) => void;
   /** The seq of the last msg/state recv written out; saved lazily. */
   #cursor = 0;
@@ -361,7 +370,10 @@ class Driver {
         while ((nl = buffer.indexOf("\n")) !== -1) {
           const line = buffer.slice(0, nl).trim();
           buffer = buffer.slice(nl + 1);
-          if (line !== "") this.#command(line);
+          if (line === "") continue;
+          const room = this.#intake.room();
+          if (room) await room;
+          this.#command(line);
         }
       }
       if (buffer.trim() !== "") this.#command(buffer.trim());
@@ -407,7 +419,7 @@ class Driver {
       this.#error(`unknown command "${cmd.cmd}"`);
       return;
     }
-    this.#enqueue(cmd);
+    this.#enqueue(cmd, this.#intake.take());
   }
 
   #noteThread(th: string, peer: string): void {
@@ -445,9 +457,15 @@ class Driver {
     );
   }
 
-  #enqueue(cmd: DriverCommand): void {
-    this.#chain = this.#chain.then(() => this.#execute(cmd)).catch((error) =>
-      this.#error(`${cmd.cmd}: ${errorText(error)}`)
+  /** Runs `cmd` after those before it; `finished` once it is done. */
+  #enqueue(cmd: DriverCommand, finished: () => void = () => {}): void {
+    this.#chain = this.#chain.then(() => this.#execute(cmd, finished)).then(
+      // A send or state finishes with its commit, in the background.
+      () => cmd.cmd === "send" || cmd.cmd === "state" ? undefined : finished(),
+      (error) => {
+        finished();
+        this.#error(`${cmd.cmd}: ${errorText(error)}`);
+      },
     );
   }
 
@@ -456,10 +474,17 @@ class Driver {
     work.catch((error) => this.#error(`${cmd.cmd}: ${errorText(error)}`));
   }
 
-  async #execute(cmd: DriverCommand): Promise<void> {
+  /**
+   * Runs one command; `finished` is called once it is done (a send or
+   * state: once its commit settles, in the background).
+   */
+  async #execute(cmd: DriverCommand, finished: () => void): Promise<void> {
     const to = await this.#target(cmd);
     if (to === undefined) {
-      this.#pending.push(cmd); // sent once a peer connects
+      // Sent once a peer connects; meanwhile not counted in flight, so that
+      // stdin (a quit, a peer named) is still read.
+      this.#pending.push(cmd);
+      finished();
       return;
     }
     const str = (name: string): string | undefined =>
@@ -483,7 +508,10 @@ class Driver {
             this.#noteThread(sent.th, to);
             this.#emit({ event: "sent", id: sent.id, t: "msg", th: sent.th });
             done(sent.id);
-          }).finally(() => done()),
+          }).finally(() => {
+            done();
+            finished();
+          }),
         );
         return;
       }
@@ -497,7 +525,10 @@ class Driver {
           this.#peer.setState(to, th, state, str("note")).then((sent) => {
             this.#emit({ event: "sent", id: sent.id, t: "state", th });
             done(sent.id);
-          }).finally(() => done()),
+          }).finally(() => {
+            done();
+            finished();
+          }),
         );
         return;
       }
