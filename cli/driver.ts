@@ -90,7 +90,7 @@ const STDIN_READ_BYTES = 64 * 1024;
  * commit) before the next line waits: enough for group commits of hundreds
  * of msgs, not thousands of queued sends held at once.
  */
-const MAX_COMMANDS_IN_FLIGHT = 128;
+const MAX_COMMANDS_IN_FLIGHT = 256;
 
 /** One command read from stdin. */
 export interface DriverCommand {
