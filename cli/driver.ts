@@ -22,7 +22,6 @@ import { checkStoreUrl } from "./daemon_flags.ts";
 import { openPeer } from "./open_peer.ts";
 import { LineWriter } from "./line_writer.ts";
 import { SentBeforeAcked } from "./sent_before_acked.ts";
-import { IntakeGate } from "./intake_gate.ts";
 import { kvAvailable, reexecWithKv } from "./self_command.ts";
 import { errorText } from "../wire/error_text.ts";
 
@@ -85,12 +84,6 @@ const CURSOR_SAVE_MS = 1_000;
 
 /** Bytes of stdin read at a time. */
 const STDIN_READ_BYTES = 64 * 1024;
-/**
- * Commands taken in from stdin and not yet finished (a send: until its
- * commit) before the next line waits: enough for group commits of hundreds
- * of msgs, not thousands of queued sends held at once.
- */
-const MAX_COMMANDS_IN_FLIGHT = 256;
 
 /** One command read from stdin. */
 export interface DriverCommand {
@@ -227,8 +220,6 @@ class Driver {
   #pending: DriverCommand[] = [];
   /** Commands run one at a time, in order. */
   #chain: Promise<void> = Promise.resolve();
-  /** Bounds the commands read from stdin and not yet finished. */
-  #intake = new IntakeGate(MAX_COMMANDS_IN_FLIGHT);
   #done!: (code: number) => void;
   /** The seq of the last msg/state recv written out; saved lazily. */
   #cursor = 0;
@@ -370,10 +361,7 @@ class Driver {
         while ((nl = buffer.indexOf("\n")) !== -1) {
           const line = buffer.slice(0, nl).trim();
           buffer = buffer.slice(nl + 1);
-          if (line === "") continue;
-          const room = this.#intake.room();
-          if (room) await room;
-          this.#command(line);
+          if (line !== "") this.#command(line);
         }
       }
       if (buffer.trim() !== "") this.#command(buffer.trim());
@@ -419,7 +407,7 @@ class Driver {
       this.#error(`unknown command "${cmd.cmd}"`);
       return;
     }
-    this.#enqueue(cmd, this.#intake.take());
+    this.#enqueue(cmd);
   }
 
   #noteThread(th: string, peer: string): void {
@@ -457,15 +445,9 @@ class Driver {
     );
   }
 
-  /** Runs `cmd` after those before it; `finished` once it is done. */
-  #enqueue(cmd: DriverCommand, finished: () => void = () => {}): void {
-    this.#chain = this.#chain.then(() => this.#execute(cmd, finished)).then(
-      // A send or state finishes with its commit, in the background.
-      () => cmd.cmd === "send" || cmd.cmd === "state" ? undefined : finished(),
-      (error) => {
-        finished();
-        this.#error(`${cmd.cmd}: ${errorText(error)}`);
-      },
+  #enqueue(cmd: DriverCommand): void {
+    this.#chain = this.#chain.then(() => this.#execute(cmd)).catch((error) =>
+      this.#error(`${cmd.cmd}: ${errorText(error)}`)
     );
   }
 
@@ -474,17 +456,10 @@ class Driver {
     work.catch((error) => this.#error(`${cmd.cmd}: ${errorText(error)}`));
   }
 
-  /**
-   * Runs one command; `finished` is called once it is done (a send or
-   * state: once its commit settles, in the background).
-   */
-  async #execute(cmd: DriverCommand, finished: () => void): Promise<void> {
+  async #execute(cmd: DriverCommand): Promise<void> {
     const to = await this.#target(cmd);
     if (to === undefined) {
-      // Sent once a peer connects; meanwhile not counted in flight, so that
-      // stdin (a quit, a peer named) is still read.
-      this.#pending.push(cmd);
-      finished();
+      this.#pending.push(cmd); // sent once a peer connects
       return;
     }
     const str = (name: string): string | undefined =>
@@ -508,10 +483,7 @@ class Driver {
             this.#noteThread(sent.th, to);
             this.#emit({ event: "sent", id: sent.id, t: "msg", th: sent.th });
             done(sent.id);
-          }).finally(() => {
-            done();
-            finished();
-          }),
+          }).finally(() => done()),
         );
         return;
       }
@@ -525,10 +497,7 @@ class Driver {
           this.#peer.setState(to, th, state, str("note")).then((sent) => {
             this.#emit({ event: "sent", id: sent.id, t: "state", th });
             done(sent.id);
-          }).finally(() => {
-            done();
-            finished();
-          }),
+          }).finally(() => done()),
         );
         return;
       }

@@ -7,10 +7,10 @@
 
 /**
  * V8 flags for every process this program starts: a young generation of at
- * most 2 MiB per semi-space. By default V8 grows it to 32 MiB a semi-space
- * (64 MiB committed) when many objects survive a scavenge, which a burst of
- * queued msgs does; capped, a 2,000-msg burst peaks ~40 MiB lower in RSS
- * per side at about the same CPU per msg (bench/README.md, "burst").
+ * most 2 MiB a semi-space. By default V8 grows it to 32 MiB a semi-space
+ * (64 MiB committed) when many objects survive a scavenge, as a burst of
+ * queued msgs makes them; capped, a 2,000-msg burst peaks 30–40 MiB lower
+ * in RSS on each side at the same CPU per msg (bench/README.md, "burst").
  *
  * @example
  * ```ts
