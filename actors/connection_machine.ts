@@ -7,7 +7,8 @@
  * - `resume`: our resume is sent; we await theirs.
  * - `open`: traffic flows; the `liveness` region pings after `pingInterval`
  *   without receiving anything and declares the connection dead after two
- *   missed pongs.
+ *   missed pongs. A received line takes no step: a wait's timer asks the
+ *   host whether one came meanwhile, and re-arms (actors/liveness.ts).
  * - `closing`: our bye is sent, nothing else is; we close on their bye or
  *   after `byeTimeout`.
  * - `closed`: final.
@@ -48,6 +49,7 @@ import {
   type SessionRoute,
   TRAFFIC,
 } from "./frame_routes.ts";
+import { heardWhileWaiting, type LivenessHost, pingDue } from "./liveness.ts";
 
 /** The connection's timeouts, in milliseconds. */
 export interface ConnectionTimeouts {
@@ -87,8 +89,6 @@ export type ConnectionEvent =
   | { type: "AUTH_OK" }
   /** Their resume arrived; replay and open. */
   | { type: "RESUME" }
-  /** Lines arrived (proof of life, pongs included). */
-  | { type: "RECEIVED" }
   /** They sent an err line. */
   | { type: "PEER_ERR"; code: string; detail?: string }
   /** They broke the protocol: send err `code` (if any) and close. */
@@ -107,7 +107,7 @@ export type ConnectionEvent =
  * and shared by every connection (a machine per connection, as
  * `.provide()` makes, costs each one its own state-node tree).
  */
-export interface ConnectionHost {
+export interface ConnectionHost extends LivenessHost {
   /** Their hello passed every check: remember it (before `sendAuth`). */
   acceptHello(frame: Frame): void;
   /**
@@ -235,6 +235,7 @@ export type ConnectionAction =
   | { type: "sendErr"; params: SendErrParams }
   | { type: "closeTransport"; params: unknown }
   | { type: "countPing"; params: unknown }
+  | { type: "startWait"; params: unknown }
   | { type: "resetMissed"; params: unknown }
   | { type: "setReason"; params: { reason: string } }
   | { type: "notePeerBye"; params: unknown };
@@ -261,6 +262,7 @@ export type ConnectionGuard =
   | { type: "admitted"; params: unknown }
   | { type: "pingEnabled"; params: unknown }
   | { type: "twoMissed"; params: unknown }
+  | { type: "heardWhileWaiting"; params: unknown }
   | { type: "closingCode"; params: unknown }
   | { type: "hasCode"; params: unknown };
 
@@ -269,7 +271,8 @@ export type ConnectionDelay =
   | "handshakeTimeout"
   | "resumeTimeout"
   | "byeTimeout"
-  | "pingInterval";
+  | "pingInterval"
+  | "pingDue";
 
 /** Every snapshot value {@link connectionMachine} can be in. */
 export type ConnectionStateValue =
@@ -312,7 +315,8 @@ export type ConnectionMachine = StateMachine<
 /**
  * The connection statechart. Actions call the `host` of the input
  * (actors/connection.ts), or do nothing without one. Named delays: `handshakeTimeout`, `resumeTimeout`,
- * `byeTimeout`, `pingInterval`, read from `input.timeouts`.
+ * `byeTimeout`, `pingInterval`, read from `input.timeouts`, and `pingDue`
+ * (what is left of `pingInterval` since the host last received a line).
  *
  * @example
  * ```ts
@@ -398,6 +402,7 @@ export const connectionMachine: ConnectionMachine = setup({
     closeTransport: ({ context }) =>
       context.host?.closeTransport(context.reason),
     countPing: assign({ missed: ({ context }) => context.missed + 1 }),
+    startWait: ({ context }) => context.host?.startWait(),
     resetMissed: assign({ missed: 0 }),
     setReason: assign({
       reason: (_, params: { reason: string }) => params.reason,
@@ -416,6 +421,7 @@ export const connectionMachine: ConnectionMachine = setup({
       (event as { output?: AuthVerdict }).output?.ok === true,
     pingEnabled: ({ context }) => context.timeouts.pingInterval > 0,
     twoMissed: ({ context }) => context.missed >= 2,
+    heardWhileWaiting,
     closingCode: ({ event }) =>
       event.type === "PEER_ERR" && CLOSING_ERROR_CODES.has(event.code),
     hasCode: ({ event }) => event.type === "FAIL" && event.code !== undefined,
@@ -425,6 +431,7 @@ export const connectionMachine: ConnectionMachine = setup({
     resumeTimeout: ({ context }) => context.timeouts.resume,
     byeTimeout: ({ context }) => context.timeouts.bye,
     pingInterval: ({ context }) => context.timeouts.pingInterval,
+    pingDue,
   },
 }).createMachine({
   id: "connection",
@@ -681,29 +688,30 @@ export const connectionMachine: ConnectionMachine = setup({
         traffic: {},
         liveness: {
           initial: "start",
-          on: {
-            RECEIVED: {
-              target: ".idle",
-              reenter: true,
-              actions: "resetMissed",
-            },
-          },
           states: {
             start: {
-              always: [{ guard: "pingEnabled", target: "idle" }, {
-                target: "off",
-              }],
+              always: [{ guard: "pingEnabled", target: "idle" }, "off"],
             },
-            off: {
-              on: { RECEIVED: {} },
-            },
+            off: {},
+            // Until `pingInterval` after the last line received (re-armed).
             idle: {
-              after: { pingInterval: "pinging" },
+              entry: "startWait",
+              after: {
+                pingDue: [
+                  { guard: "heardWhileWaiting", target: "idle", reenter: true },
+                  { target: "pinging" },
+                ],
+              },
             },
             pinging: {
-              entry: ["countPing", "sendPing"],
+              entry: ["countPing", "sendPing", "startWait"],
               after: {
                 pingInterval: [
+                  {
+                    guard: "heardWhileWaiting",
+                    target: "idle",
+                    actions: "resetMissed",
+                  },
                   {
                     guard: "twoMissed",
                     target: "#connection.closed",
