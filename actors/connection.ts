@@ -620,6 +620,8 @@ export class Connection {
    */
   async #onData(chunk: Uint8Array): Promise<void> {
     if (this.#done) return;
+    // Proof of life for the chart's liveness: a field, not a step.
+    this.#receivedAt = performance.now();
     const events = this.#reader.push(chunk);
     if (events.length === 0) return;
     try {
@@ -667,8 +669,6 @@ export class Connection {
         if (this.#paused) await this.#paused.promise;
       }
       void this.#committer.commit();
-      // Proof of life for the chart's liveness: a field, not a step.
-      this.#receivedAt = performance.now();
       // Reading goes on while commits run, up to a bound.
       await this.#committer.roomToRead(() => this.#done);
     } catch (error) {
@@ -752,6 +752,7 @@ export class Connection {
     const { re } = frame.message as Pong;
     if (this.#lastPing && re === this.#lastPing.id) {
       this.#rtt = Date.now() - this.#lastPing.at;
+      this.#event({ type: "PONG" });
     }
   }
 }

@@ -89,6 +89,7 @@ export type ConnectionEvent =
   | { type: "AUTH_OK" }
   /** Their resume arrived; replay and open. */
   | { type: "RESUME" }
+  | { type: "PONG" } // to our last ping: the wait for it ends at once
   /** They sent an err line. */
   | { type: "PEER_ERR"; code: string; detail?: string }
   /** They broke the protocol: send err `code` (if any) and close. */
@@ -315,8 +316,7 @@ export type ConnectionMachine = StateMachine<
 /**
  * The connection statechart. Actions call the `host` of the input
  * (actors/connection.ts), or do nothing without one. Named delays: `handshakeTimeout`, `resumeTimeout`,
- * `byeTimeout`, `pingInterval`, read from `input.timeouts`, and `pingDue`
- * (what is left of `pingInterval` since the host last received a line).
+ * `byeTimeout`, `pingInterval`, read from `input.timeouts`; `pingDue`: liveness.ts.
  *
  * @example
  * ```ts
@@ -693,7 +693,6 @@ export const connectionMachine: ConnectionMachine = setup({
               always: [{ guard: "pingEnabled", target: "idle" }, "off"],
             },
             off: {},
-            // Until `pingInterval` after the last line received (re-armed).
             idle: {
               entry: "startWait",
               after: {
@@ -705,6 +704,7 @@ export const connectionMachine: ConnectionMachine = setup({
             },
             pinging: {
               entry: ["countPing", "sendPing", "startWait"],
+              on: { PONG: { target: "idle", actions: "resetMissed" } },
               after: {
                 pingInterval: [
                   {

@@ -103,6 +103,7 @@ const EVENTS: ConnectionEvent[] = [
   { type: "HELLO_OK" },
   { type: "AUTH_OK" },
   { type: "RESUME" },
+  { type: "PONG" },
   { type: "PEER_ERR", code: "auth", detail: "refused" },
   { type: "PEER_ERR", code: "too_large" },
   { type: "PEER_ERR", code: "unsupported" },
@@ -375,7 +376,7 @@ function openWithHost() {
   return { ...env, pings, state, receive, advance };
 }
 
-Deno.test("model: two missed pongs mean dead; a pong re-arms the wait", () => {
+Deno.test("model: two missed pongs mean dead; a pong ends the wait for it", () => {
   const env = openWithHost();
   const interval = TIMEOUTS.pingInterval;
   env.advance(interval - 1);
@@ -384,6 +385,7 @@ Deno.test("model: two missed pongs mean dead; a pong re-arms the wait", () => {
   assert.equal(env.pings(), 1);
   env.advance(50);
   env.receive(); // the pong, 50 ms after the ping
+  env.actor.send({ type: "PONG" });
   env.advance(interval - 1);
   assert.equal(env.pings(), 1, "no ping before the interval since the pong");
   env.advance(1);
@@ -478,4 +480,24 @@ Deno.test("model: our bye closes on their bye, or after byeTimeout", () => {
       answered ? "bye" : "bye: no answer in time",
     );
   }
+});
+
+Deno.test("model: a line other than the pong still counts when the ping's wait ends", () => {
+  const env = openWithHost();
+  const interval = TIMEOUTS.pingInterval;
+  env.advance(interval);
+  assert.equal(env.pings(), 1);
+  env.advance(100);
+  env.receive(); // an ack, say: no PONG event
+  env.advance(interval - 100);
+  assert.equal(
+    env.pings(),
+    1,
+    "heard during the wait: idle, not a second ping",
+  );
+  env.advance(100 - 1);
+  assert.equal(env.pings(), 1);
+  env.advance(1);
+  assert.equal(env.pings(), 2, "an interval after that line: ping");
+  assert.equal(env.actor.getSnapshot().context.missed, 1);
 });
