@@ -119,6 +119,10 @@ export class ReceiveCommitter {
   #pumping: Promise<void> | undefined;
   /** Handed batches once committed: acks and delivery, in order. */
   #committed: Promise<void> = Promise.resolve();
+  /** Committed and acked lines not delivered yet (see #deliverSoon). */
+  #undelivered: ReceivedLine[] = [];
+  /** Their delivery, once the group commit has moved on. */
+  #delivering: Promise<void> | undefined;
   #uncommittedBytes = 0;
   /** Reading, waiting for a batch to commit (over the in-flight bound). */
   #waiters: Array<() => void> = [];
@@ -303,6 +307,7 @@ export class ReceiveCommitter {
   async #settled(): Promise<void> {
     while (this.#pumping) await this.#pumping;
     await this.#committed;
+    while (this.#delivering) await this.#delivering;
   }
 
   async #pump(): Promise<void> {
@@ -389,6 +394,33 @@ export class ReceiveCommitter {
       if (outcome?.seq !== undefined) line.received.seq = outcome.seq;
       fresh.push(line.received);
     }
-    if (fresh.length) this.#host.deliver(fresh);
+    if (fresh.length) this.#deliverSoon(fresh);
+  }
+
+  /**
+   * Delivers `lines` at the end of this turn (`setImmediate`), not at once:
+   * their commit's resolution also lets the group commit build and start
+   * the next batch (lines read meanwhile), which now goes first, so that
+   * commit runs on Deno KV's thread while the app is told of these (a
+   * resume replay's batches overlap instead of taking turns). Their acks
+   * are already written. In order: batches resolved in the same turn are
+   * delivered together.
+   */
+  #deliverSoon(lines: ReceivedLine[]): void {
+    for (const line of lines) this.#undelivered.push(line);
+    this.#delivering ??= new Promise<void>((resolve) =>
+      setImmediate(() => {
+        const batch = this.#undelivered;
+        this.#undelivered = [];
+        this.#delivering = undefined;
+        try {
+          this.#host.deliver(batch);
+        } catch (error) {
+          this.#failed = true;
+          this.#host.fail(`delivery failed: ${errorText(error)}`);
+        }
+        resolve();
+      })
+    );
   }
 }

@@ -14,11 +14,15 @@
  */
 
 import { fileURLToPath } from "node:url";
-import { DENO_RUN_FLAGS } from "../cli/self_command.ts";
+import { BUNDLE_RUN_FLAGS, DENO_RUN_FLAGS } from "../cli/self_command.ts";
 import { JsonProcess, type ProcEvent } from "./json_process.ts";
 
-/** Which program plays a peer: the CLI driver, or bench/peer_child.ts. */
-export type PeerProgram = "driver" | "child";
+/**
+ * Which program plays a peer: the CLI driver as awp starts it (from the
+ * generated bundle, `cli/process_bundle.ts`), the same driver from its
+ * TypeScript (`cli.ts driver`), or bench/peer_child.ts.
+ */
+export type PeerProgram = "driver" | "driver-ts" | "child";
 
 /** One run's values, metric name → number. */
 export type Sample = Record<string, number>;
@@ -65,6 +69,13 @@ const DENO_RUN = [
   ...(Deno.env.get("AWP_BENCH_DENO_FLAGS") ?? "").split(" ").filter((f) =>
     f !== ""
   ),
+];
+
+/** The same for the bundle, as awp starts it (`BUNDLE_RUN_FLAGS`). */
+const BUNDLE_RUN = [
+  "run",
+  ...BUNDLE_RUN_FLAGS,
+  ...DENO_RUN.slice(1 + DENO_RUN_FLAGS.length),
 ];
 
 /** Starts `cmd` with the soft fd limit raised to the hard one. */
@@ -123,10 +134,12 @@ export class BenchContext {
    */
   peerCommand(args: string[], denoFlags: string[] = []): [string, string[]] {
     const script = this.peer === "driver"
+      ? [`${ROOT}dist/bundle/cli.js`, "driver"]
+      : this.peer === "driver-ts"
       ? [`${ROOT}cli.ts`, "driver"]
       : [`${ROOT}bench/peer_child.ts`];
     return withFdLimit(Deno.execPath(), [
-      ...DENO_RUN,
+      ...(this.peer === "driver" ? BUNDLE_RUN : DENO_RUN),
       ...denoFlags,
       ...script,
       ...args,

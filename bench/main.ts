@@ -3,8 +3,10 @@
  * on loopback, prints a table and writes the results as JSON.
  *
  * Usage: `deno run -A --unstable-kv bench/main.ts [--quick] [--only a,b]
- * [--runs N] [--peer driver|child] [--out PATH | PATH]`. Default output:
- * bench/results.json. `--quick` runs each workload once with small counts
+ * [--runs N] [--peer driver|driver-ts|child] [--out PATH | PATH]`. Default
+ * output: bench/results.json. `driver` (the default) runs the CLI driver
+ * from the generated bundle, as awp starts it (built first when stale:
+ * `deno task bundle`); `driver-ts` runs it from `cli.ts`. `--quick` runs each workload once with small counts
  * (a smoke test) and leaves out the micro-benchmarks unless named in
  * `--only`. Workloads: throughput_tcp, throughput_unix, latency, blob,
  * blob_unix, blob_memory, blob_interleave, websocket, handshake, resume, reconnect, idle,
@@ -44,6 +46,7 @@ import { microWorkload } from "./workloads/micro.ts";
 import { hostileWorkload } from "./workloads/hostile.ts";
 import { websocketWorkload } from "./workloads/websocket.ts";
 import { pathExists } from "../tests/helpers/path_exists.ts";
+import { ensureBundle } from "../cli/process_bundle.ts";
 
 /** Every workload, in run order. */
 export const WORKLOADS: readonly Workload[] = [
@@ -102,7 +105,7 @@ interface Cli {
 }
 
 const USAGE =
-  "usage: bench/main.ts [--quick] [--only NAME,...] [--runs N] [--peer driver|child] [--out PATH | PATH]";
+  "usage: bench/main.ts [--quick] [--only NAME,...] [--runs N] [--peer driver|driver-ts|child] [--out PATH | PATH]";
 
 function usage(error: string): never {
   console.error(`bench: ${error}`);
@@ -130,7 +133,9 @@ function parseCli(args: string[]): Cli {
       cli.runs = n;
     } else if (a === "--peer") {
       const p = value();
-      if (p !== "driver" && p !== "child") usage("--peer is driver or child");
+      if (p !== "driver" && p !== "driver-ts" && p !== "child") {
+        usage("--peer is driver, driver-ts or child");
+      }
       cli.peer = p;
     } else if (a === "--out") cli.out = value();
     else if (!a.startsWith("-")) cli.out = a;
@@ -238,6 +243,9 @@ async function main(args: string[]): Promise<number> {
   const cli = parseCli(args);
   const peer = cli.peer ??
     (await pathExists(`${ROOT}cli/driver.ts`) ? "driver" : "child");
+  if (peer === "driver" && await ensureBundle()) {
+    console.error("built dist/bundle/ (the sources changed)");
+  }
   const runs = cli.runs ?? (cli.quick ? 1 : 3);
   const selected = WORKLOADS.filter((w) =>
     cli.only ? cli.only.includes(w.name) : !(cli.quick && w.name === "micro")

@@ -27,6 +27,7 @@ import {
 } from "./config_edit.ts";
 import { resolveHome } from "./home.ts";
 import { selfCommand } from "./self_command.ts";
+import { packageModuleUrl } from "../peer/lazy_import.ts";
 import { errorText } from "../wire/error_text.ts";
 
 /** How `awp mcp` and `awp hook` are started by a harness. */
@@ -238,7 +239,7 @@ function shellWord(s: string): string {
  */
 export function awpCommands(homeArgs: string[]): AwpCommands {
   const mcp = selfCommand(["mcp", ...homeArgs]);
-  const hookEntry = new URL("./hook.ts", import.meta.url);
+  const hookEntry = packageModuleUrl("cli/hook.ts");
   return {
     mcp,
     hook(format, event) {

@@ -7,7 +7,7 @@
 
 import { controlCall, ControlError, NoDaemonError } from "./control.ts";
 import { homePaths } from "./home.ts";
-import { selfCommand } from "./self_command.ts";
+import { selfCommandPreferBundle } from "./process_bundle.ts";
 import { ensureHomeDir, HomeNotDirectoryError } from "../storage/store_file.ts";
 
 const DAEMON_START_TIMEOUT_MS = 20_000;
@@ -36,7 +36,7 @@ export async function ensureDaemon(
     if (!(error instanceof NoDaemonError)) throw error;
   }
   await ensureHomeDir(home);
-  const { command, args } = selfCommand([
+  const { command, args } = await selfCommandPreferBundle([
     "daemon",
     "--home",
     home,

@@ -31,6 +31,8 @@ export interface BatchedWriterOptions {
    * item is already rejected with `error`. The owner closes its socket.
    */
   onFail(error: Error): void;
+  /** Overrides {@link BURST_MS} (tests under load). */
+  burstMs?: number;
 }
 
 /** Batches are cut at this size so one slow write never copies unboundedly. */
@@ -39,13 +41,15 @@ export const BATCH_BYTES = 256 * 1024;
 /**
  * Once {@link BatchedWriter.holdBursts} is on, a write asked for this soon
  * after the last one began is part of a burst: it waits for the end of the
- * event loop's turn (a 0 ms timer, about 1 ms here), so the lines queued
- * meanwhile share its syscall. A socket write completes at once, so
- * without this a burst's lines, each queued a few microtasks apart, went
- * out one syscall each. A lone line goes at once. Off during a handshake,
- * whose lines follow each other by one round trip and must not wait.
+ * event loop's turn (a 0 ms timer, 1–2.5 ms here), so the lines queued
+ * meanwhile share its syscall. A socket write completes at once, so without
+ * this a burst's lines, each queued a few microtasks apart, went out one
+ * syscall each. A lone line goes at once, and so does the next msg of a
+ * sequential sender (one round trip later: more than this; with 1 ms, one
+ * line in ten waited for the timer once round trips fell under 1 ms). Off
+ * during a handshake, whose lines follow each other by one round trip.
  */
-const BURST_MS = 1;
+const BURST_MS = 0.25;
 
 interface Pending {
   bytes: Uint8Array;
@@ -101,7 +105,7 @@ export class BatchedWriter {
   }
 
   /**
-   * From now on (`on`), a line asked within 1 ms of the last write waits
+   * From now on (`on`), a line asked within 0.25 ms of the last write waits
    * for the end of the event loop's turn, so a burst shares a syscall; off
    * (the default), every line is written at once.
    */
@@ -124,7 +128,9 @@ export class BatchedWriter {
       this.#queue.push({ bytes, raw, resolve, reject });
       if (this.#writing) return;
       if (
-        !this.#holdBursts || performance.now() - this.#lastWrite >= BURST_MS
+        !this.#holdBursts ||
+        performance.now() - this.#lastWrite >=
+          (this.#options.burstMs ?? BURST_MS)
       ) {
         void this.#writeLoop();
       } else {

@@ -28,6 +28,12 @@
 
 /** The package root, from which {@linkcode LAZY_MODULES} are resolved. */
 const ROOT = new URL("../", import.meta.url);
+/**
+ * Running from the generated bundle (`cli/process_bundle.ts`): this code is
+ * then in a `.js` file at the bundle's root, and each module named here is
+ * the bundle's entry at the same path, with `.js`.
+ */
+const BUNDLED = import.meta.url.endsWith(".js");
 
 /**
  * The modules loaded through {@linkcode lazyImport} in the package's own
@@ -52,6 +58,23 @@ export const LAZY_MODULES: readonly string[] = [
 ];
 
 /**
+ * The URL of this package's module at `path` (relative to the package
+ * root): the TypeScript source, or its entry in the generated bundle when
+ * this code runs from it.
+ *
+ * @example
+ * ```ts
+ * import { packageModuleUrl } from "./lazy_import.ts";
+ * console.log(packageModuleUrl("cli/hook.ts").pathname.endsWith("/cli/hook.ts")); // true
+ * ```
+ */
+export function packageModuleUrl(path: string): URL {
+  return BUNDLED
+    ? new URL(path.replace(/\.ts$/, ".js"), import.meta.url)
+    : new URL(path, ROOT);
+}
+
+/**
  * Imports the module at `path` (relative to the package root) when called,
  * without adding it to the graph Deno prepares at start. Type it with
  * `typeof import(...)`, which costs nothing at run time.
@@ -66,5 +89,5 @@ export const LAZY_MODULES: readonly string[] = [
  * ```
  */
 export function lazyImport<T>(path: string): Promise<T> {
-  return import(new URL(path, ROOT).href);
+  return import(packageModuleUrl(path).href);
 }

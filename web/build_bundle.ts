@@ -12,6 +12,8 @@
  * @module
  */
 
+import { denoBundle } from "../cli/deno_bundle.ts";
+
 const HERE = new URL(".", import.meta.url);
 const ENTRY = new URL("app/main.ts", HERE);
 const STYLE = new URL("app/style.css", HERE);
@@ -30,25 +32,14 @@ export async function bundleModule(): Promise<string> {
   const dir = await Deno.makeTempDir({ prefix: "awp-web-bundle-" });
   try {
     const out = `${dir}/app.js`;
-    const { success, stderr } = await new Deno.Command(Deno.execPath(), {
-      args: [
-        "bundle",
-        "--quiet",
-        "--platform",
-        "browser",
-        "--minify",
-        "-o",
-        out,
-        ENTRY.pathname,
-      ],
-      stdout: "null",
-      stderr: "piped",
-    }).output();
-    if (!success) {
-      throw new Error(
-        `deno bundle failed: ${new TextDecoder().decode(stderr).trim()}`,
-      );
-    }
+    await denoBundle([
+      "--platform",
+      "browser",
+      "--minify",
+      "-o",
+      out,
+      ENTRY.pathname,
+    ]);
     const js = await Deno.readTextFile(out);
     const css = await Deno.readTextFile(STYLE);
     return [

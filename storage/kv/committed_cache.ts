@@ -46,6 +46,10 @@ export class CommittedCache {
   #kinds: ReadonlySet<string>;
   #values = new Map<string, unknown>();
   #bytes = 0;
+  /** Commits started and not settled (the committer may build meanwhile). */
+  #inFlight = 0;
+  /** Commits started so far: a read is current only if none began since. */
+  #epoch = 0;
 
   /** A cache of the keys whose first part is in `kinds`. */
   constructor(kinds: Iterable<string>) {
@@ -72,15 +76,33 @@ export class CommittedCache {
   }
 
   /**
-   * Keeps `value` read from KV at `key`: only while no commit is in
-   * flight, so it cannot be older than a commit already taken.
+   * Taken when a read of KV starts, given to {@link fill} with its value:
+   * -1 while a commit is in flight (its writes may or may not be in the
+   * read).
    */
-  fill(key: Key, encoded: string, value: unknown): void {
+  ticket(): number {
+    return this.#inFlight > 0 ? -1 : this.#epoch;
+  }
+
+  /** A commit starts (call {@link committed} or {@link failed} once it settled). */
+  begin(): void {
+    this.#inFlight++;
+    this.#epoch++;
+  }
+
+  /**
+   * Keeps `value` read from KV at `key`, read with `ticket`: only if no
+   * commit was in flight when the read started and none began since, so
+   * it cannot be older than a commit already taken.
+   */
+  fill(key: Key, encoded: string, value: unknown, ticket: number): void {
+    if (ticket !== this.#epoch || this.#inFlight > 0) return;
     if (this.covers(key)) this.#set(encoded, value);
   }
 
   /** Takes the values of a commit that resolved. */
   committed(mutations: Iterable<Mutation>): void {
+    if (this.#inFlight > 0) this.#inFlight--;
     for (const m of mutations) {
       if (!this.covers(m.key)) continue;
       this.#set((m as MaybeEncoded).encoded ?? encodeKey(m.key), m.value);
@@ -89,6 +111,7 @@ export class CommittedCache {
 
   /** Forgets the keys of a commit that failed: KV may hold either value. */
   failed(mutations: Iterable<Mutation>): void {
+    if (this.#inFlight > 0) this.#inFlight--;
     for (const m of mutations) {
       if (this.covers(m.key)) {
         this.#delete((m as MaybeEncoded).encoded ?? encodeKey(m.key));

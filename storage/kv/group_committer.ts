@@ -4,8 +4,9 @@
  *
  * Calls that arrive while a commit is in flight are merged into the next
  * atomic commit (split across several, in order, when over Deno KV's
- * limits: see {@link Batch}); each caller's promise resolves once its part
- * is durable. No fixed wait: one call alone commits at once. A call's
+ * limits: see {@link Batch}), built as they arrive, so that commit starts
+ * the moment the one in flight resolves; each caller's promise resolves
+ * once its part is durable. No fixed wait: one call alone commits at once. A call's
  * build runs in submission order and sees every earlier call's writes
  * (durable or not); an `exclusive` call runs alone, after everything before
  * it is durable (for scans that must see a settled store). Records of the
@@ -60,6 +61,8 @@ export class GroupCommitter {
   #prefetched: Map<string, unknown> = new Map();
   /** Committed values of the cached kinds (see {@link CommittedCache}). */
   #cache: CommittedCache | undefined;
+  /** Wakes the drain waiting on a commit in flight: a call arrived. */
+  #wake: (() => void) | undefined;
 
   /**
    * The writer of `backend` (which it closes on {@link close}); keeps in
@@ -93,7 +96,7 @@ export class GroupCommitter {
       if (!this.#draining) {
         this.#draining = true;
         queueMicrotask(() => this.#drain());
-      }
+      } else this.#wake?.();
     });
   }
 
@@ -126,42 +129,95 @@ export class GroupCommitter {
     this.backend.close();
   }
 
+  /**
+   * Builds and commits what is queued. While a commit is in flight, the
+   * calls arriving meanwhile are built at once into the next batch (they
+   * read its writes from the overlay); that batch commits as soon as the
+   * one in flight resolved (or sooner, when full: after it). If it failed,
+   * what was built on its writes fails with it.
+   */
   async #drain(): Promise<void> {
-    while (this.#queue.length > 0) {
-      const ops = this.#queue.splice(0);
-      await this.#prefetch(ops);
-      let batch = new Batch();
-      let waiting: Array<{ op: Op; result: unknown }> = [];
-      let failure: unknown = undefined;
-      let failed = false;
-      const flush = async (): Promise<boolean> => {
-        const done = waiting;
-        const current = batch;
-        waiting = [];
-        batch = new Batch();
-        if (current.size > 0) {
-          const mutations = [...current.mutations.values()];
-          try {
-            await this.backend.commit(mutations);
-          } catch (error) {
-            failed = true;
-            failure = error;
-            this.#cache?.failed(mutations);
-            this.#overlay.clear();
-            for (const w of done) w.op.reject(error);
-            return false;
+    /** The commit in flight: resolves true once durable, false if it failed. */
+    let inFlight: Promise<boolean> | undefined;
+    /** It has settled (the next batch may start now). */
+    let inFlightDone = false;
+    let failure: unknown = undefined;
+    let batch = new Batch();
+    let waiting: Array<{ op: Op; result: unknown }> = [];
+    /** Commits the batch built so far, after the one in flight. */
+    const flush = async (): Promise<boolean> => {
+      const done = waiting;
+      const current = batch;
+      waiting = [];
+      batch = new Batch();
+      const before = inFlight;
+      inFlight = undefined;
+      inFlightDone = false;
+      if (before !== undefined && !await before) {
+        // Built on writes that did not commit.
+        this.#overlay.clear();
+        for (const w of done) w.op.reject(failure);
+        return false;
+      }
+      if (current.size > 0) {
+        const mutations = [...current.mutations.values()];
+        this.#cache?.begin();
+        try {
+          await this.backend.commit(mutations);
+        } catch (error) {
+          failure = error;
+          this.#cache?.failed(mutations);
+          this.#overlay.clear();
+          for (const w of done) w.op.reject(error);
+          return false;
+        }
+        this.#cache?.committed(mutations);
+        // Durable: later builds read these from KV (or the cache).
+        for (const m of mutations) {
+          const k = (m as { encoded?: string }).encoded ?? encodeKey(m.key);
+          if (this.#overlay.get(k) === m) {
+            this.#overlay.delete(k);
+            this.#prefetched.delete(k);
           }
-          this.#cache?.committed(mutations);
         }
-        for (const w of done) w.op.resolve(w.result);
-        return true;
-      };
+      }
+      for (const w of done) w.op.resolve(w.result);
+      return true;
+    };
+    /** Starts the commit of what was built (after the one in flight). */
+    const start = () => {
+      const commit = flush();
+      inFlight = commit;
+      void commit.then(() => {
+        if (inFlight === commit) inFlightDone = true;
+      });
+    };
+    for (;;) {
+      if (this.#queue.length === 0) {
+        if (inFlight === undefined) break;
+        // Until it settles, or a call arrives to be built meanwhile.
+        const arrived = new Promise<false>((r) => this.#wake = () => r(false));
+        const settled = await Promise.race([
+          inFlight.then(() => true),
+          arrived,
+        ]);
+        this.#wake = undefined;
+        if (!settled) continue;
+        if (waiting.length > 0 || batch.size > 0) start();
+        else {
+          inFlight = undefined;
+          inFlightDone = false;
+        }
+        continue;
+      }
+      const ops = this.#queue.splice(0);
+      // Done already: these go together at the end, as if none were.
+      const doneBefore = inFlightDone;
+      this.#prefetched.clear(); // the builds before are done with it
+      await this.#prefetch(ops);
       for (const op of ops) {
-        if (failed) {
-          op.reject(failure);
-          continue;
-        }
         if (op.exclusive) {
+          // Alone, after everything before it is durable.
           if (!await flush()) {
             op.reject(failure);
             continue;
@@ -202,11 +258,18 @@ export class GroupCommitter {
         }
         waiting.push({ op, result });
         if (op.exclusive) await flush();
+        // The commit in flight is done while calls keep coming: start the
+        // next with what is built, and build the rest meanwhile.
+        else if (inFlightDone && !doneBefore) start();
       }
-      await flush();
-      this.#overlay.clear();
-      this.#prefetched.clear();
+      // Nothing in flight: commit what was built now; else once it settles.
+      if (
+        (inFlight === undefined || inFlightDone) &&
+        (waiting.length > 0 || batch.size > 0)
+      ) start();
     }
+    this.#overlay.clear();
+    this.#prefetched.clear();
     this.#draining = false;
     if (this.#closing && !this.#closed) this.#close();
   }
@@ -224,13 +287,14 @@ export class GroupCommitter {
     const all = [...keys];
     for (let i = 0; i < all.length; i += PREFETCH_AT_ONCE) {
       const slice = all.slice(i, i + PREFETCH_AT_ONCE);
+      const ticket = cache?.ticket() ?? -1;
       try {
         const values = await Promise.all(
           slice.map(([, key]) => this.backend.get(key)),
         );
         slice.forEach(([k, key], j) => {
           this.#prefetched.set(k, values[j]);
-          cache?.fill(key, k, values[j]);
+          cache?.fill(key, k, values[j], ticket);
         });
       } catch {
         return; // The builds will read (and report) for themselves.

@@ -83,8 +83,9 @@ export class Tx {
       return Promise.resolve(this.#prefetched.get(k));
     }
     if (cache?.covers(key)) {
+      const ticket = cache.ticket();
       return this.#backend.get(key).then((value) => {
-        cache.fill(key, k, value);
+        cache.fill(key, k, value, ticket);
         return value;
       });
     }

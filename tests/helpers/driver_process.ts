@@ -20,8 +20,16 @@ const MOD = new URL("../../mod.ts", import.meta.url).pathname;
  * ```
  */
 export class DriverProcess extends JsonLineChild {
-  constructor(args: string[]) {
-    super(["run", "-A", "--unstable-kv", MOD, "driver", ...args]);
+  /**
+   * `main`: the program's path (mod.ts; or e.g. the generated bundle) and
+   * the `deno run` flags it runs with.
+   */
+  constructor(
+    args: string[],
+    main: string = MOD,
+    flags: readonly string[] = ["-A", "--unstable-kv"],
+  ) {
+    super(["run", ...flags, main, "driver", ...args]);
   }
 
   /**

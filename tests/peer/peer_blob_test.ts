@@ -3,6 +3,7 @@ import type { PeerOptions } from "../../peer/peer.ts";
 import { openPeerPair } from "../helpers/peer_pair.ts";
 import { randomBytes as randomFile } from "../helpers/random_bytes.ts";
 import { sha256Hex as sha256 } from "../helpers/sha256_hex.ts";
+import { until } from "../helpers/until.ts";
 
 /** Big files take longer: the event logs wait up to 15 s by default. */
 function pair(
@@ -58,9 +59,12 @@ Deno.test("files of 0 B, 1 B, 256 KiB, 256 KiB + 1 and 5 MiB arrive byte-identic
     assert.ok(eb.list.indexOf(blobEvents[4]) < eb.list.indexOf(msg));
     // Acked: the sender's spool is released.
     await ea.until(() => ea.of("acked").length >= 1, "ack");
-    await new Promise((r) => setTimeout(r, 50));
-    assert.deepEqual(await spoolFiles(`${root}/a`), []);
-    assert.equal((await a.store.outbox(b.key)).length, 0);
+    // The release rides a later commit: wait for it rather than a fixed time.
+    await until("the spool and outbox to empty", async () => {
+      const spool = await spoolFiles(`${root}/a`);
+      const outbox = await a.store.outbox(b.key);
+      return spool.length === 0 && outbox.length === 0 ? true : undefined;
+    }, 10_000);
   } finally {
     await a.close();
     await b.close();

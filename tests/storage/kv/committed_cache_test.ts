@@ -75,7 +75,9 @@ Deno.test("CommittedCache: keeps its kinds, forgets a failed commit's keys, stay
   assert.equal(cache.get(encodeKey(k(0))), undefined);
   cache.failed([{ key: k(0), value: 5 }]);
   assert.equal(cache.has(encodeKey(k(0))), false);
-  for (let n = 0; n < 10_000; n++) cache.fill(k(n), encodeKey(k(n)), n);
+  for (let n = 0; n < 10_000; n++) {
+    cache.fill(k(n), encodeKey(k(n)), n, cache.ticket());
+  }
   assert.equal(cache.has(encodeKey(k(0))), false, "the oldest went first");
   assert.equal(cache.has(encodeKey(k(9_999))), true);
 });
@@ -131,4 +133,22 @@ Deno.test("a failed commit leaves memory as KV is: the line is new when it comes
   await f.store.putThread({ ...record, unread: 10 });
   await f.store.receive(PEER, [line("t", 3)]);
   assert.equal((await f.onDisk("thr", "t"))?.unread, 11);
+});
+
+Deno.test("CommittedCache: a read that a commit overlapped is not kept", () => {
+  const cache = new CommittedCache(["seen"]);
+  const key: Key = ["seen", "p", "t"];
+  const k = encodeKey(key);
+  // Started before a commit that resolves before the read does.
+  const early = cache.ticket();
+  cache.begin();
+  const during = cache.ticket(); // read while the commit is in flight
+  cache.committed([{ key: ["other"], value: 1 }]);
+  cache.fill(key, k, "old", early);
+  cache.fill(key, k, "old", during);
+  assert.equal(cache.has(k), false);
+  // Started and resolved with no commit in between: kept.
+  const quiet = cache.ticket();
+  cache.fill(key, k, "now", quiet);
+  assert.equal(cache.get(k), "now");
 });
