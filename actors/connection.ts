@@ -258,7 +258,20 @@ export class Connection {
       this.#c.#acceptHello(frame);
     }
     verifyAuth(frame: Frame) {
-      return this.#c.#verifyAuth(frame);
+      const c = this.#c;
+      c.#verifyAuth(frame).then(
+        (verdict) => {
+          if (verdict.ok) return c.#event({ type: "AUTH_OK" });
+          const { ok: _, ...refusal } = verdict;
+          c.#event({ ...refusal, type: "AUTH_REFUSED" });
+        },
+        (error) =>
+          c.#event({
+            type: "AUTH_REFUSED",
+            code: "internal",
+            detail: `storage failed: ${errorText(error)}`,
+          }),
+      );
     }
     sessionRoutes(routes: ReadonlyMap<string, SessionRoute> | undefined) {
       this.#c.#sessionRoutes = routes;
@@ -594,14 +607,17 @@ export class Connection {
     this.#paused?.resolve();
     // Let an err or bye just queued reach the peer, but not forever (the
     // wheel's timer: 10,000 closing connections make no real timers).
-    let timer: unknown;
-    await Promise.race([
-      this.#t.flush().catch(() => {}),
-      new Promise<void>((resolve) =>
-        timer = connectionClock.setTimeout(resolve, DRAIN_MS)
-      ),
-    ]);
-    connectionClock.clearTimeout(timer);
+    // Nothing queued (most closes: the peer went away): no wait at all.
+    if (this.#outbox.unwrittenBytes > 0) {
+      let timer: unknown;
+      await Promise.race([
+        this.#t.flush().catch(() => {}),
+        new Promise<void>((resolve) =>
+          timer = connectionClock.setTimeout(resolve, DRAIN_MS)
+        ),
+      ]);
+      connectionClock.clearTimeout(timer);
+    }
     this.#t.close();
     this.#outbox.close();
     this.#establishedD?.reject(new Error(reason));

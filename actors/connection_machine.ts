@@ -16,8 +16,11 @@
  * Every received line arrives as a `FRAME` event (parsed and checked once,
  * wire/read_frame.ts) and the chart routes it by its guards
  * (frame_routes.ts): the hello checks, auth, resume, the traffic of an open
- * session, what is still taken while closing. Verifying their auth is an
- * invoked `fromPromise` actor (`verifyAuth`); reading pauses meanwhile.
+ * session, what is still taken while closing. Verifying their auth is the
+ * `verifying` state: its entry asks the host to verify (`verifyAuth`), which
+ * answers with `AUTH_OK` or `AUTH_REFUSED`; reading pauses meanwhile. (An
+ * event, not an invoked promise actor: a child actor per handshake cost more
+ * than the rest of the step.)
  *
  * The machine does no I/O: every side effect is a named action calling the
  * `host` of its input (actors/connection.ts), one machine shared by every
@@ -26,17 +29,15 @@
  * @module
  */
 
-import { assign, fromPromise, raise, setup } from "npm:xstate@^5.33.3";
+import { assign, raise, setup } from "npm:xstate@^5.33.3";
 import type {
-  ActorRefFromLogic,
   EventObject,
   MetaObject,
   NonReducibleUnknown,
-  PromiseActorLogic,
+  ProvidedActor,
   StateMachine,
   StateSchema,
 } from "npm:xstate@^5.33.3";
-import { errorText } from "../wire/error_text.ts";
 import type { Frame } from "../wire/read_frame.ts";
 import { CLOSING_ERROR_CODES, PROTOCOL_VERSION } from "../wire/types.ts";
 import {
@@ -87,6 +88,8 @@ export type ConnectionEvent =
   | { type: "HELLO_OK" }
   /** Their auth verified and they are admitted; send our resume. */
   | { type: "AUTH_OK" }
+  /** Their auth failed to verify or they are refused: send this err, close. */
+  | ({ type: "AUTH_REFUSED" } & SendErrParams)
   /** Their resume arrived; replay and open. */
   | { type: "RESUME" }
   | { type: "PONG" } // to our last ping: the wait for it ends at once
@@ -112,10 +115,11 @@ export interface ConnectionHost extends LivenessHost {
   /** Their hello passed every check: remember it (before `sendAuth`). */
   acceptHello(frame: Frame): void;
   /**
-   * Verify their auth (signature, then schema) and admit them; resolves
-   * with the verdict. Run by the chart's `verifyAuth` actor.
+   * Verify their auth (signature, then schema) and admit them, then tell
+   * the chart: `AUTH_OK`, or `AUTH_REFUSED` with the err to send (a
+   * failure while verifying is `internal`). Asked on entering `verifying`.
    */
-  verifyAuth(frame: Frame): Promise<AuthVerdict>;
+  verifyAuth(frame: Frame): void;
   /**
    * Stop handing lines to the chart until {@link resumeReading}: their
    * resume may follow their auth at once, and must wait for the verdict.
@@ -183,21 +187,6 @@ export interface ConnectionInput {
 /** The outcome of verifying their auth: admitted, or refused with an err. */
 export type AuthVerdict = { ok: true } | ({ ok: false } & SendErrParams);
 
-/** Input of the `verifyAuth` actor. */
-export interface VerifyAuthInput {
-  /** The connection that verifies; none: never settles (tests of the chart). */
-  host?: ConnectionHost;
-  /** Their auth line. */
-  frame: Frame;
-}
-
-/** The actor the chart invokes while it verifies their auth. */
-export type VerifyAuthActor = {
-  src: "verifyAuth";
-  logic: PromiseActorLogic<AuthVerdict, VerifyAuthInput>;
-  id: string | undefined;
-};
-
 /** Parameters of the `sendErr` action. */
 export interface SendErrParams {
   /** The error code to send. */
@@ -211,6 +200,7 @@ export interface SendErrParams {
 /** The named actions of {@link connectionMachine}, with their parameters. */
 export type ConnectionAction =
   | { type: "acceptHello"; params: unknown }
+  | { type: "verifyAuth"; params: unknown }
   | { type: "pauseReading"; params: unknown }
   | { type: "takeSessionRoutes"; params: unknown }
   | { type: "dropSessionRoutes"; params: unknown }
@@ -260,7 +250,6 @@ export type ConnectionGuard =
   | { type: "invalidOther"; params: unknown }
   | { type: "committed"; params: unknown }
   | { type: "controlLine"; params: unknown }
-  | { type: "admitted"; params: unknown }
   | { type: "pingEnabled"; params: unknown }
   | { type: "twoMissed"; params: unknown }
   | { type: "heardWhileWaiting"; params: unknown }
@@ -295,12 +284,8 @@ export type ConnectionStateValue =
 export type ConnectionMachine = StateMachine<
   ConnectionContext,
   ConnectionEvent,
-  Record<
-    string,
-    | ActorRefFromLogic<PromiseActorLogic<AuthVerdict, VerifyAuthInput>>
-    | undefined
-  >,
-  VerifyAuthActor,
+  Record<string, never>,
+  ProvidedActor,
   ConnectionAction,
   ConnectionGuard,
   ConnectionDelay,
@@ -334,15 +319,12 @@ export const connectionMachine: ConnectionMachine = setup({
     events: {} as ConnectionEvent,
     input: {} as ConnectionInput,
   },
-  actors: {
-    /** Verifies their auth; the host does the crypto and the admission. */
-    verifyAuth: fromPromise<AuthVerdict, VerifyAuthInput>(({ input }) =>
-      input.host?.verifyAuth(input.frame) ?? new Promise<AuthVerdict>(() => {})
-    ),
-  },
   actions: {
     acceptHello: ({ context, event }) =>
       context.host?.acceptHello(frameOf(event)),
+    /** Their auth: the host verifies it and answers with an event. */
+    verifyAuth: ({ context, event }) =>
+      context.host?.verifyAuth(frameOf(event)),
     pauseReading: ({ context }) => context.host?.pauseReading(),
     takeSessionRoutes: ({ context }) =>
       context.host?.sessionRoutes(SESSION_ROUTES),
@@ -417,8 +399,6 @@ export const connectionMachine: ConnectionMachine = setup({
   },
   guards: {
     ...frameGuards,
-    admitted: ({ event }) =>
-      (event as { output?: AuthVerdict }).output?.ok === true,
     pingEnabled: ({ context }) => context.timeouts.pingInterval > 0,
     twoMissed: ({ context }) => context.missed >= 2,
     heardWhileWaiting,
@@ -606,40 +586,16 @@ export const connectionMachine: ConnectionMachine = setup({
             },
             // No line is read meanwhile (their resume may follow at once).
             verifying: {
-              entry: "pauseReading",
+              entry: ["pauseReading", "verifyAuth"],
               exit: "resumeReading",
-              invoke: {
-                id: "verifyAuth",
-                src: "verifyAuth",
-                input: ({ context, event }) => ({
-                  ...(context.host ? { host: context.host } : {}),
-                  frame: frameOf(event),
-                }),
-                onDone: [
-                  {
-                    guard: "admitted",
-                    target: "#connection.resume",
-                    actions: "sendResume",
-                  },
-                  {
-                    actions: {
-                      type: "failFrame",
-                      params: ({ event }) => {
-                        const { ok: _, ...refusal } = event.output as
-                          & { ok: false }
-                          & SendErrParams;
-                        return refusal;
-                      },
-                    },
-                  },
-                ],
-                onError: {
+              on: {
+                AUTH_REFUSED: {
                   actions: {
                     type: "failFrame",
-                    params: ({ event }) => ({
-                      code: "internal",
-                      detail: `storage failed: ${errorText(event.error)}`,
-                    }),
+                    params: ({ event }) => {
+                      const { type: _, ...refusal } = event;
+                      return refusal;
+                    },
                   },
                 },
               },

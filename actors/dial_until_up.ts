@@ -52,7 +52,8 @@ export function dialUntilUp(
       settled = true;
       onCancel?.(undefined);
       signal?.removeEventListener("abort", onAbort);
-      queueMicrotask(() => dialer.stop());
+      // On a later turn: what waits for this connect goes first.
+      setTimeout(() => dialer.stop(), 0);
       if (error) reject(error);
       else resolve(remote!);
     };

@@ -4,12 +4,14 @@
  * validators, WebCrypto's Ed25519 set-up, xstate resolving the connection
  * chart's transitions): 15–20 ms cold against about 2 ms warm on a shared
  * 2-core machine. One handshake run while the peer opens, between two
- * in-process connections over a pipe in memory, moves that cost out of the
- * first real connection (a driver's `connect`, a listener's first accept);
+ * in-process connections over a loopback TCP socket (made by the real
+ * `listen` and `dial`; a pipe in memory when the peer may not use the
+ * network), moves that cost out of the first real connection (a driver's
+ * `connect`, a listener's first accept);
  * a dialer runs it, and a throwaway supervisor chart takes the events a
  * connection gives the real one, so both charts are warmed too.
- * Nothing touches the network or the peer's store: both ends use their own
- * {@link MemoryStore}, and the partner has a throwaway key.
+ * Nothing touches the peer's store or reaches past 127.0.0.1: both ends use
+ * their own {@link MemoryStore}, and the partner has a throwaway key.
  *
  * @module
  */
@@ -19,7 +21,13 @@ import { Connection } from "./connection.ts";
 import { Dialer } from "./dialer.ts";
 import { supervisorMachine } from "./supervisor_machine.ts";
 import { MemoryStore } from "../storage/memory_store.ts";
-import type { Transport, TransportHandlers } from "../net/transport.ts";
+import {
+  dial,
+  listen,
+  type Listener,
+  type Transport,
+  type TransportHandlers,
+} from "../net/transport.ts";
 import { Signer } from "../wire/keys.ts";
 
 /** One end of a pipe in memory: what one writes, the other reads. */
@@ -67,16 +75,82 @@ class PipeEnd implements Transport {
   }
 }
 
-/** One in-memory handshake between `signer` and a throwaway partner. */
+/** How long the loopback socket pair may take before the pipe is used. */
+const LOOPBACK_MS = 1_000;
+
+/**
+ * Both ends of one loopback TCP connection, made by the real `listen` and
+ * `dial` (so the accept loop, gate, socket transport, batched writer and
+ * read loop are warm too), or undefined when the peer may not use the
+ * network without asking (no prompt at open) or it fails. Only the socket
+ * our own dial made is taken: anything else accepted meanwhile is closed.
+ */
+async function loopbackEnds(): Promise<
+  { ends: [Transport, Transport]; close(): Promise<void> } | undefined
+> {
+  try {
+    const net = Deno.permissions.querySync({ name: "net", host: "127.0.0.1" });
+    if (net.state !== "granted") return undefined;
+  } catch {
+    return undefined;
+  }
+  const accepted: Transport[] = [];
+  let take: ((t: Transport) => void) | undefined;
+  let listener: Listener | undefined;
+  try {
+    listener = await listen("tcp:127.0.0.1:0", (t) => {
+      if (take) take(t);
+      else accepted.push(t);
+    });
+    const dialed = await dial(listener.addr);
+    const ours = (t: Transport) => t.remoteAddr === dialed.localAddr;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const other = await new Promise<Transport | undefined>((resolve) => {
+      take = (t) => ours(t) ? resolve(t) : t.close();
+      for (const t of accepted.splice(0)) take(t);
+      timer = setTimeout(() => resolve(undefined), LOOPBACK_MS);
+    });
+    clearTimeout(timer);
+    take = (t) => t.close();
+    const l = listener;
+    const close = async () => {
+      l.close();
+      await l.done;
+    };
+    if (!other) {
+      dialed.close();
+      await close();
+      return undefined;
+    }
+    return { ends: [dialed, other], close };
+  } catch {
+    listener?.close();
+    await listener?.done;
+    return undefined;
+  }
+}
+
+/** Both ends of a pipe in memory. */
+function pipeEnds(): [Transport, Transport] {
+  const ends = [new PipeEnd(), new PipeEnd()];
+  ends[0].other = ends[1];
+  ends[1].other = ends[0];
+  return [ends[0], ends[1]];
+}
+
+/**
+ * One handshake between `signer` and a throwaway partner: over a loopback
+ * socket when the peer may use the network, else over a pipe in memory.
+ */
 async function handshakeInMemory(signer: Signer): Promise<void> {
   const stores = [new MemoryStore(), new MemoryStore()];
+  const loopback = await loopbackEnds();
   try {
     const partner = await Signer.generate();
-    const ends = [new PipeEnd(), new PipeEnd()];
-    ends[0].other = ends[1];
-    ends[1].other = ends[0];
+    const ends = loopback?.ends ?? pipeEnds();
     // Bounded: a warm-up that cannot finish gives up (and only costs time).
-    const timeouts = { pingInterval: 0, handshake: 5_000, resume: 5_000 };
+    // Pinging on: entering `open` starts the ping timer, as a real one does.
+    const timeouts = { pingInterval: 60_000, handshake: 5_000, resume: 5_000 };
     const conns = [
       new Connection({
         transport: ends[0],
@@ -102,6 +176,7 @@ async function handshakeInMemory(signer: Signer): Promise<void> {
     }
   } finally {
     for (const s of stores) s.close();
+    await loopback?.close();
   }
 }
 
@@ -118,7 +193,6 @@ function walkSupervisorChart(): void {
       },
     },
   }).start();
-  actor.send({ type: "CONNECTION_STARTED" });
   actor.send({
     type: "AUTHENTICATED",
     peer: "warm-up",
@@ -127,7 +201,6 @@ function walkSupervisorChart(): void {
     windowMs: 5_000,
   });
   actor.send({ type: "DEACTIVATED" });
-  actor.send({ type: "CONNECTION_ENDED" });
   actor.stop();
 }
 

@@ -139,6 +139,11 @@ export class OutboxWriter {
     this.#maxUnsent = maxUnsentBytes;
   }
 
+  /** Bytes handed to the transport and not yet written (0: none to drain). */
+  get unwrittenBytes(): number {
+    return this.#unwrittenBytes;
+  }
+
   /** The connection is closed: the open spooled file and buffers go. */
   close(): void {
     this.#frames?.close();

@@ -7,7 +7,7 @@
  */
 
 import type { PeerRecord, Store } from "../storage/store.ts";
-import { canonicalJson } from "../wire/canonical_json.ts";
+import { samePlain } from "../wire/plain_json.ts";
 import type { RemoteHello } from "./connection.ts";
 
 /** How stale a stored `lastSeen` may be before a handshake rewrites it. */
@@ -17,11 +17,7 @@ const LAST_SEEN_PRECISION_MS = 60_000;
 function samePeerRecord(a: PeerRecord, b: PeerRecord): boolean {
   const { lastSeen: _a, ...restA } = a;
   const { lastSeen: _b, ...restB } = b;
-  try {
-    return canonicalJson(restA) === canonicalJson(restB);
-  } catch {
-    return false; // not plain JSON: write it
-  }
+  return samePlain(restA, restB);
 }
 
 /**
@@ -61,6 +57,21 @@ export async function rememberPeer(
     // Read and written in one step (Peer.connect records the same peer).
     await store.updatePeer(remote.key, (k) => merged(k, Date.now()));
   } catch { /* bookkeeping only */ }
+}
+
+/**
+ * Reads `peer`'s record on a later turn, into the store's cache, so that
+ * {@link rememberPeer} after the handshake costs no KV read (a new peer's
+ * record is one); meanwhile the handshake's own lines go first.
+ *
+ * @example
+ * ```ts ignore
+ * import { readPeerSoon } from "./remember_peer.ts";
+ * readPeerSoon(store, remote.key);
+ * ```
+ */
+export function readPeerSoon(store: Store, peer: string): void {
+  setTimeout(() => void store.peer(peer).catch(() => {}), 0);
 }
 
 /**

@@ -55,7 +55,7 @@ import { Dialer } from "./dialer.ts";
 import { dialUntilUp } from "./dial_until_up.ts";
 import { warmHandshake } from "./handshake_warmup.ts";
 import { QuietHolds } from "./quiet_holds.ts";
-import { rememberPeer } from "./remember_peer.ts";
+import { readPeerSoon, rememberPeer } from "./remember_peer.ts";
 import { wantedInStore } from "./wanted_in_store.ts";
 import {
   type ActorInspection,
@@ -251,9 +251,8 @@ export class Supervisor {
 
   /** Counts: connections, active peers, listeners, failures survived. */
   get counts(): SupervisorCounts {
-    const { connections, active, listeners, failures } =
-      this.actor.getSnapshot().context;
-    return { connections, active, listeners, failures };
+    const { active, listeners, failures } = this.actor.getSnapshot().context;
+    return { connections: this.#connections.size, active, listeners, failures };
   }
 
   /** The lifecycle state: running, stopping or stopped. */
@@ -652,7 +651,6 @@ export class Supervisor {
     this.#connections.add(conn);
     this.#labels.set(conn, `${dialed ? "to" : "from"} ${transport.remoteAddr}`);
     this.#showConnection(conn);
-    this.#send({ type: "CONNECTION_STARTED" });
     // The connection's own actor failing is a child failure: survive it.
     conn.actor.subscribe({
       error: (error) => {
@@ -695,6 +693,9 @@ export class Supervisor {
     const peer = remote.key;
     const old = this.#active.get(peer);
     if (old?.conn === conn) return;
+    // Dialed: their record is read while their resume comes (remembering
+    // it after `connected` then costs no KV read).
+    if (conn.dialed) readPeerSoon(this.#o.store, peer);
     const dialedBy = (c: Connection) => c.dialed ? this.key : peer;
     this.actor.send({
       type: "AUTHENTICATED",
@@ -765,7 +766,6 @@ export class Supervisor {
 
   #closed(conn: Connection, reason: string, remoteAddr: string): void {
     if (!this.#connections.delete(conn)) return;
-    this.#send({ type: "CONNECTION_ENDED" });
     const peer = conn.remote?.key;
     this.#emit({ type: "closed", peer, remoteAddr, reason });
     if (!peer || this.#active.get(peer)?.conn !== conn) return;

@@ -60,7 +60,11 @@ export interface ActorInspection {
   ): void;
 }
 
-/** Counts the supervisor's chart keeps. */
+/**
+ * The supervisor's counts: the chart keeps all but `connections` (the
+ * supervisor's own set of them: a chart step per connection opened and
+ * closed cost more than the count is worth).
+ */
 export interface SupervisorCounts {
   /** Connections alive (any state). */
   connections: number;
@@ -110,8 +114,6 @@ export interface SupervisorHost<C> {
 
 /** Events of {@link supervisorMachine}. */
 export type SupervisorMachineEvent =
-  | { type: "CONNECTION_STARTED" }
-  | { type: "CONNECTION_ENDED" }
   | Authenticated<unknown>
   | { type: "DEACTIVATED" }
   | { type: "LISTENING" }
@@ -121,22 +123,24 @@ export type SupervisorMachineEvent =
   | { type: "STOPPED" };
 
 /**
- * The supervisor's own chart: lifecycle and counts only (see actors/supervisor.ts
- * for why connections are not its children).
+ * The supervisor's own chart: lifecycle, active peers, listeners, failures
+ * (see actors/supervisor.ts for why connections are not its children).
  *
  * @example
  * ```ts
  * import { createActor } from "npm:xstate@^5.33.3";
  * import { supervisorMachine } from "./supervisor_machine.ts";
  * const a = createActor(supervisorMachine).start();
- * a.send({ type: "CONNECTION_STARTED" });
- * console.assert(a.getSnapshot().context.connections === 1);
+ * a.send({ type: "LISTENING" });
+ * console.assert(a.getSnapshot().context.listeners === 1);
  * a.stop();
  * ```
  */
 export const supervisorMachine = setup({
   types: {
-    context: {} as SupervisorCounts & { host?: SupervisorHost<unknown> },
+    context: {} as
+      & Omit<SupervisorCounts, "connections">
+      & { host?: SupervisorHost<unknown> },
     input: {} as { host?: SupervisorHost<unknown> } | undefined,
     events: {} as
       | SupervisorMachineEvent
@@ -177,7 +181,6 @@ export const supervisorMachine = setup({
 }).createMachine({
   id: "supervisor",
   context: ({ input }) => ({
-    connections: 0,
     active: 0,
     listeners: 0,
     failures: 0,
@@ -185,16 +188,6 @@ export const supervisorMachine = setup({
   }),
   initial: "running",
   on: {
-    CONNECTION_STARTED: {
-      actions: assign({
-        connections: ({ context }) => context.connections + 1,
-      }),
-    },
-    CONNECTION_ENDED: {
-      actions: assign({
-        connections: ({ context }) => context.connections - 1,
-      }),
-    },
     DEACTIVATED: { actions: "uncountActive" },
     LISTENING: {
       actions: assign({ listeners: ({ context }) => context.listeners + 1 }),

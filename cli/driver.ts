@@ -289,9 +289,14 @@ class Driver {
         undefined
       ) ?? 0;
     this.#savedCursor = this.#cursor;
-    // The dial goes out first: it runs while the identity line is written
-    // and the pump, signals and stdin are set up (nothing it reports can
-    // come before the pump subscribes: a handshake takes several turns).
+    // The pump, signals and stdin are set up first (reading back events
+    // since the cursor is store work the dial would wait behind), then the
+    // dial goes out and runs while the identity line is written.
+    const pump = this.#pump(this.#cursor);
+    const onSignal = () => this.#done(0);
+    Deno.addSignalListener("SIGINT", onSignal);
+    Deno.addSignalListener("SIGTERM", onSignal);
+    this.#readStdin();
     const stop = new AbortController();
     const connecting = mode === "connect"
       ? this.#connect(addr, stop.signal)
@@ -301,11 +306,6 @@ class Driver {
       key: this.#peer.key,
       name: this.#o.name ?? null,
     });
-    const pump = this.#pump(this.#cursor);
-    const onSignal = () => this.#done(0);
-    Deno.addSignalListener("SIGINT", onSignal);
-    Deno.addSignalListener("SIGTERM", onSignal);
-    this.#readStdin();
     try {
       if (mode === "listen") {
         const real = await this.#peer.listen(addr);

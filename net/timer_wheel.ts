@@ -10,6 +10,15 @@
  * {@link WHEEL_MIN_MS} (tests' short timeouts) use a real timer, exact as
  * before.
  *
+ * While the wheel holds timers its real timer sleeps at most
+ * {@link MAX_SLEEP_MS}, so a new deadline (never nearer than that) never
+ * re-arms it: each handshake sets and clears three or four deadlines
+ * (handshake, resume, ping, the close's drain), and re-arming a real timer
+ * for each earlier one cost a runtime timer per deadline. An idle wheel
+ * wakes at most once a second; an empty one not at all (its real timer is
+ * cleared at the end of the turn that emptied it, so a chart step that
+ * cancels one deadline and sets the next keeps it).
+ *
  * @module
  */
 
@@ -25,6 +34,8 @@ export interface Clock {
 export const TICK_MS = 100;
 /** Shorter delays get a real timer of their own. */
 export const WHEEL_MIN_MS = 1_000;
+/** The longest the real timer sleeps while the wheel holds timers. */
+export const MAX_SLEEP_MS = WHEEL_MIN_MS;
 
 class WheelTimer {
   constructor(readonly fn: () => void, readonly tick: number) {}
@@ -50,7 +61,10 @@ export class TimerWheel implements Clock {
   /** Ticks of buckets, a binary min-heap (stale ticks are skipped). */
   #ticks: number[] = [];
   #size = 0;
-  #armed: { tick: number; id: ReturnType<typeof setTimeout> } | undefined;
+  /** The real timer: when it fires (ms, `performance.now()`). */
+  #armed: { at: number; id: ReturnType<typeof setTimeout> } | undefined;
+  /** A disarm is queued for the end of the turn. */
+  #disarming = false;
 
   /** Wheel timers pending (real ones for short delays not counted). */
   get size(): number {
@@ -69,7 +83,10 @@ export class TimerWheel implements Clock {
     }
     bucket.add(timer);
     this.#size++;
-    if (this.#armed === undefined || tick < this.#armed.tick) this.#arm();
+    // Armed at most MAX_SLEEP_MS ahead: a new deadline is rarely sooner.
+    if (this.#armed === undefined || tick * TICK_MS < this.#armed.at) {
+      this.#arm();
+    }
     return timer;
   }
 
@@ -83,10 +100,18 @@ export class TimerWheel implements Clock {
     this.#size--;
     // An empty bucket stays until its tick passes: re-armed deadlines in the
     // same tick reuse it instead of pushing its tick on the heap again.
-    if (this.#size === 0) this.#disarm(); // nothing left to wait for
+    // Nothing left to wait for: disarm at the end of this turn, unless a
+    // deadline comes meanwhile (a chart step cancels one and sets the next).
+    if (this.#size === 0 && !this.#disarming) {
+      this.#disarming = true;
+      queueMicrotask(() => {
+        this.#disarming = false;
+        if (this.#size === 0) this.#disarm();
+      });
+    }
   }
 
-  /** Arms the real timer for the earliest bucket. */
+  /** Arms the real timer for the earliest bucket, or MAX_SLEEP_MS. */
   #arm(): void {
     this.#disarm();
     while (this.#ticks.length > 0) {
@@ -95,9 +120,12 @@ export class TimerWheel implements Clock {
       this.#buckets.delete(this.#pop()); // emptied by clears
     }
     if (this.#ticks.length === 0) return;
-    const tick = this.#ticks[0];
-    const wait = Math.max(0, tick * TICK_MS - performance.now());
-    this.#armed = { tick, id: setTimeout(() => this.#fire(), wait) };
+    const now = performance.now();
+    const wait = Math.min(
+      MAX_SLEEP_MS,
+      Math.max(0, this.#ticks[0] * TICK_MS - now),
+    );
+    this.#armed = { at: now + wait, id: setTimeout(() => this.#fire(), wait) };
   }
 
   #disarm(): void {

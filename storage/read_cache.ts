@@ -5,6 +5,8 @@
  * @module
  */
 
+import { clonePlain } from "../wire/plain_json.ts";
+
 /**
  * Values loaded once and then served from memory, kept in step by the
  * writes that go through {@linkcode ReadCache.write}: the owning store must be
@@ -38,14 +40,14 @@ export class ReadCache<K, V> {
 
   /** The value of `key`: from memory, or from `load` (then remembered). */
   async read(key: K, load: () => Promise<V>): Promise<V> {
-    if (this.#values.has(key)) return structuredClone(this.#values.get(key)!);
+    if (this.#values.has(key)) return clonePlain(this.#values.get(key)!);
     const generation = this.#generation;
     const value = await load();
     if (generation === this.#generation) {
       if (this.#values.size >= this.#maxEntries) {
         this.#values.delete(this.#values.keys().next().value!);
       }
-      this.#values.set(key, structuredClone(value));
+      this.#values.set(key, clonePlain(value));
     }
     return value;
   }

@@ -27,6 +27,7 @@ import { encodeKey, type Key, keyText, threadKey } from "./kv/key.ts";
 import { listRecords } from "./kv/split_record.ts";
 import type { Tx } from "./kv/tx.ts";
 import { requireText } from "./require_text.ts";
+import { SeenIndex } from "./seen_index.ts";
 import type {
   IncomingLine,
   ReceiveExtras,
@@ -80,6 +81,8 @@ export class ReceivedLines {
   #c: GroupCommitter;
   #log: TrafficLog;
   #threads: ThreadRecords;
+  /** Every peer's `seen` records lately resumed with, in memory. */
+  #seenIndex = new SeenIndex();
 
   /** Lines committed through `committer`, logged in `log`. */
   constructor(
@@ -90,6 +93,9 @@ export class ReceivedLines {
     this.#c = committer;
     this.#log = log;
     this.#threads = threads;
+    committer.observe((mutations, ok) =>
+      this.#seenIndex.changed(mutations, ok)
+    );
   }
 
   /**
@@ -251,17 +257,20 @@ export class ReceivedLines {
     return out;
   }
 
-  /** Per thread, the last content id received from `peer` (for resume). */
+  /**
+   * Per thread, the last content id received from `peer` (for resume):
+   * from memory after the first KV list ({@link SeenIndex}).
+   */
   async seen(peer: string): Promise<Record<string, string>> {
-    const out: Record<string, string> = {};
-    const range = {
-      prefix: ["seen", keyText(requireText(peer, "seen: peer"))],
-    };
-    for await (const { value } of listRecords(this.#c.backend, range, 3)) {
-      const s = value as SeenRecord;
-      if (s.th !== undefined && s.id !== undefined) out[s.th] = s.id;
-    }
-    return out;
+    const pk = keyText(requireText(peer, "seen: peer"));
+    return await this.#seenIndex.seen(pk, async () => {
+      const out = new Map<string, SeenRecord>();
+      const range = { prefix: ["seen", pk] };
+      for await (const r of listRecords(this.#c.backend, range, 3)) {
+        out.set(r.key[2] as string, r.value as SeenRecord);
+      }
+      return out;
+    });
   }
 
   /**

@@ -185,8 +185,10 @@ export class Signer {
 const VERIFY_KEY_CACHE_SIZE = 256;
 const verifyKeys = new Map<string, Promise<CryptoKey>>();
 
-function importVerifyKey(publicKey: Uint8Array): Promise<CryptoKey> {
-  const id = formatKey(publicKey);
+function importVerifyKey(
+  publicKey: Uint8Array,
+  id = formatKey(publicKey),
+): Promise<CryptoKey> {
   let imported = verifyKeys.get(id);
   if (imported) {
     verifyKeys.delete(id); // re-insert: most recently used last
@@ -229,7 +231,11 @@ export async function verify(
       return false;
     }
     if (await hasWebCryptoEd25519()) {
-      const cryptoKey = await importVerifyKey(publicKey);
+      // A key given as text names its cache entry as it is (no re-encoding).
+      const cryptoKey = await importVerifyKey(
+        publicKey,
+        typeof key === "string" ? key : undefined,
+      );
       return await crypto.subtle.verify(
         ED25519,
         cryptoKey,

@@ -33,6 +33,21 @@ function kindOf(value: unknown): string {
   return typeof value === "object" ? "an object" : `a ${typeof value}`;
 }
 
+/** Lines up to this long are tried as ASCII first (see {@link asciiText}). */
+const ASCII_FAST_BYTES = 2048;
+
+/**
+ * The text of a short all-ASCII line (ASCII is valid UTF-8 as it is), or
+ * undefined: the decoder is a runtime call whose fixed cost dwarfs a short
+ * line's (a handshake's lines, acks, pings are short and ASCII).
+ */
+function asciiText(bytes: Uint8Array): string | undefined {
+  const n = bytes.length;
+  if (n > ASCII_FAST_BYTES) return undefined;
+  for (let i = 0; i < n; i++) if (bytes[i] > 0x7f) return undefined;
+  return String.fromCharCode.apply(null, bytes as unknown as number[]);
+}
+
 /**
  * Parses one line (bytes without the newline): strict UTF-8, JSON, an
  * object whose `t` is a string.
@@ -47,11 +62,13 @@ function kindOf(value: unknown): string {
  * ```
  */
 export function parseLine(bytes: Uint8Array): ParseResult {
-  let raw: string;
-  try {
-    raw = decoder.decode(bytes);
-  } catch {
-    return bad("line is not valid UTF-8");
+  let raw: string | undefined = asciiText(bytes);
+  if (raw === undefined) {
+    try {
+      raw = decoder.decode(bytes);
+    } catch {
+      return bad("line is not valid UTF-8");
+    }
   }
   let value: unknown;
   try {

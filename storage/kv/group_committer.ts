@@ -61,6 +61,8 @@ export class GroupCommitter {
   #prefetched: Map<string, unknown> = new Map();
   /** Committed values of the cached kinds (see {@link CommittedCache}). */
   #cache: CommittedCache | undefined;
+  /** Told of each commit's mutations once it resolved or failed. */
+  #observers: Array<(mutations: Mutation[], ok: boolean) => void> = [];
   /** Wakes the drain waiting on a commit in flight: a call arrived. */
   #wake: (() => void) | undefined;
 
@@ -72,6 +74,14 @@ export class GroupCommitter {
   constructor(backend: KvBackend, cached: readonly string[] = []) {
     this.backend = backend;
     if (cached.length > 0) this.#cache = new CommittedCache(cached);
+  }
+
+  /**
+   * Tells `observer` of every commit from now on: its mutations, once it
+   * resolved (`ok`) or failed (e.g. `storage/seen_index.ts` follows them).
+   */
+  observe(observer: (mutations: Mutation[], ok: boolean) => void): void {
+    this.#observers.push(observer);
   }
 
   /**
@@ -167,11 +177,13 @@ export class GroupCommitter {
         } catch (error) {
           failure = error;
           this.#cache?.failed(mutations);
+          for (const observe of this.#observers) observe(mutations, false);
           this.#overlay.clear();
           for (const w of done) w.op.reject(error);
           return false;
         }
         this.#cache?.committed(mutations);
+        for (const observe of this.#observers) observe(mutations, true);
         // Durable: later builds read these from KV (or the cache).
         for (const m of mutations) {
           const k = (m as { encoded?: string }).encoded ?? encodeKey(m.key);

@@ -89,15 +89,11 @@ const FRAMES: ConnectionEvent[] = [
   frame({ t: "err", code: "unsupported" }),
 ];
 
-/** The verdicts of the auth verification the chart invokes. */
-const VERDICTS = [
-  { type: "xstate.done.actor.verifyAuth", output: { ok: true } },
-  {
-    type: "xstate.done.actor.verifyAuth",
-    output: { ok: false, code: "auth", detail: "refused", re: "01" },
-  },
-  { type: "xstate.error.actor.verifyAuth", error: new Error("admit threw") },
-] as unknown as ConnectionEvent[];
+/** The verdicts of the auth verification (the host answers `verifying`). */
+const VERDICTS: ConnectionEvent[] = [
+  { type: "AUTH_REFUSED", code: "auth", detail: "refused", re: "01" },
+  { type: "AUTH_REFUSED", code: "internal", detail: "storage failed: x" },
+];
 
 const EVENTS: ConnectionEvent[] = [
   { type: "HELLO_OK" },
@@ -282,8 +278,8 @@ for (const pingInterval of [TIMEOUTS.pingInterval, 0]) {
         if (e.type.startsWith("xstate.after.")) {
           return snap.matches(afterStateValue(e.type) as never);
         }
-        // A verdict only exists while the verification runs.
-        if (e.type.includes(".actor.verifyAuth")) {
+        // A refusal only exists while the verification runs.
+        if (e.type === "AUTH_REFUSED") {
           return snap.matches(
             { handshake: { auth: "verifying" } } as never,
           );

@@ -6,8 +6,17 @@ import { Signer } from "../../wire/keys.ts";
 
 // The sanitizers (ops, resources, timers) check that the warm-up leaves
 // nothing running behind it.
-Deno.test("warmHandshake: a full handshake in memory opens and closes", async () => {
+Deno.test("warmHandshake: a full handshake over loopback TCP opens and closes", async () => {
   assert.equal(await warmHandshake(await Signer.generate()), true);
+});
+
+Deno.test({
+  name:
+    "warmHandshake: without net permission, over a pipe in memory (no prompt)",
+  permissions: { net: false, read: true, env: true },
+  fn: async () => {
+    assert.equal(await warmHandshake(await Signer.generate()), true);
+  },
 });
 
 Deno.test("Supervisor.warm: runs once, on start, and touches no store", async () => {

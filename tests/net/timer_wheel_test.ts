@@ -1,5 +1,9 @@
 import assert from "node:assert/strict";
-import { TimerWheel, WHEEL_MIN_MS } from "../../net/timer_wheel.ts";
+import {
+  MAX_SLEEP_MS,
+  TimerWheel,
+  WHEEL_MIN_MS,
+} from "../../net/timer_wheel.ts";
 
 Deno.test("wheel timers fire in deadline order, never early; cleared ones never", async () => {
   const wheel = new TimerWheel();
@@ -62,4 +66,66 @@ Deno.test("short delays use a real timer of their own, and clear like one", asyn
   );
   assert.equal(fired, true);
   assert.equal(wheel.size, 0);
+});
+
+Deno.test("deadlines set and cleared while the wheel holds one arm no new real timer", () => {
+  const wheel = new TimerWheel();
+  const real = globalThis.setTimeout;
+  let armed = 0;
+  globalThis.setTimeout = ((fn: () => void, ms?: number) => {
+    armed++;
+    return real(fn, ms);
+  }) as typeof setTimeout;
+  try {
+    const kept = wheel.setTimeout(() => assert.fail("fired"), 30_000);
+    // A handshake's deadlines: handshake, resume, ping, the close's drain.
+    for (const ms of [20_000, 10_000, 36_000, MAX_SLEEP_MS]) {
+      wheel.clearTimeout(wheel.setTimeout(() => assert.fail("fired"), ms));
+    }
+    assert.equal(armed, 1);
+    wheel.clearTimeout(kept);
+  } finally {
+    globalThis.setTimeout = real;
+  }
+});
+
+Deno.test("a deadline past MAX_SLEEP_MS fires after the wheel's wakes, not early", async () => {
+  const wheel = new TimerWheel();
+  const start = performance.now();
+  const at = await new Promise<number>((done) =>
+    wheel.setTimeout(() => done(performance.now() - start), 2_300)
+  );
+  assert.ok(at >= 2_300, `fired early: ${at}`);
+  assert.equal(wheel.size, 0);
+});
+
+Deno.test("a deadline cancelled and the next set in one turn keep the real timer", async () => {
+  const wheel = new TimerWheel();
+  const real = { set: globalThis.setTimeout, clear: globalThis.clearTimeout };
+  let armed = 0;
+  let cleared = 0;
+  globalThis.setTimeout = ((fn: () => void, ms?: number) => {
+    armed++;
+    return real.set(fn, ms);
+  }) as typeof setTimeout;
+  globalThis.clearTimeout = ((id?: number) => {
+    cleared++;
+    real.clear(id);
+  }) as typeof clearTimeout;
+  try {
+    // A connection's chart: handshake, then resume, then ping.
+    let h = wheel.setTimeout(() => assert.fail("fired"), 20_000);
+    wheel.clearTimeout(h);
+    h = wheel.setTimeout(() => assert.fail("fired"), 10_000);
+    wheel.clearTimeout(h);
+    h = wheel.setTimeout(() => assert.fail("fired"), 36_000);
+    await Promise.resolve();
+    assert.deepEqual([armed, cleared], [1, 0]);
+    wheel.clearTimeout(h);
+    await Promise.resolve();
+    assert.deepEqual([armed, cleared], [1, 1], "empty at the end of the turn");
+  } finally {
+    globalThis.setTimeout = real.set;
+    globalThis.clearTimeout = real.clear;
+  }
 });

@@ -84,3 +84,16 @@ Deno.test("authTranscript: label, 0x00, my hello, 0x00, peer hello, bytes exact"
   );
   assert.notDeepEqual(authTranscript(theirs, mine), bytes, "order matters");
 });
+
+Deno.test("timestamp: the same text as toISOString, minute after minute", () => {
+  let ms = Date.UTC(2026, 11, 31, 23, 58, 59, 990);
+  for (let i = 0; i < 20_000; i++) {
+    ms += [1, 7, 13, 999, 1000, 59_001][i % 6];
+    assert.equal(timestamp(ms), new Date(ms).toISOString(), String(ms));
+  }
+  for (
+    const ms of [0, -1, 1.5, 253402300799999, Date.UTC(1969, 0, 1, 0, 0, 1, 5)]
+  ) {
+    assert.equal(timestamp(ms), new Date(ms).toISOString(), String(ms));
+  }
+});

@@ -166,3 +166,26 @@ Deno.test("round trip: lines across a real TCP connection", async () => {
   assert.equal(details.length, 1);
   assert.match(details[0], /^line is not JSON/);
 });
+
+Deno.test("parseLine: short ASCII lines and UTF-8 ones give the decoder's text", () => {
+  const encoder = new TextEncoder();
+  for (
+    const text of [
+      '{"t":"ping","id":"1","ts":"x"}',
+      '{"t":"msg","text":"héllo ✓ 🎉"}',
+      `{"t":"msg","text":"${"a".repeat(3000)}"}`,
+      `{"t":"msg","text":"${"é".repeat(1500)}"}`,
+    ]
+  ) {
+    const r = parseLine(encoder.encode(text));
+    assert.ok(r.ok);
+    assert.equal(r.raw, text);
+  }
+  // Not UTF-8, short or long: still refused.
+  for (const n of [10, 3000]) {
+    const bytes = encoder.encode(`{"t":"${"a".repeat(n)}"}`);
+    bytes[3] = 0xff;
+    const r = parseLine(bytes);
+    assert.ok(!r.ok && /UTF-8/.test(r.detail));
+  }
+});

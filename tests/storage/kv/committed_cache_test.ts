@@ -7,59 +7,32 @@
 
 import assert from "node:assert/strict";
 import { CommittedCache } from "../../../storage/kv/committed_cache.ts";
-import { encodeKey, type Key, type Mutation } from "../../../storage/kv/key.ts";
+import { encodeKey, type Key } from "../../../storage/kv/key.ts";
 import { DenoKvBackend } from "../../../storage/kv/kv_backend.ts";
 import { readRecord } from "../../../storage/kv/split_record.ts";
-import { KvStore } from "../../../storage/kv_store.ts";
-import type { IncomingLine } from "../../../storage/store.ts";
+import {
+  countingKvStore,
+  receivedLine,
+} from "../../helpers/counting_kv_backend.ts";
 
 const PEER = "ed25519:CCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC";
 
-function line(th: string, n: number): IncomingLine {
-  const id = `01J${String(n).padStart(10, "0")}`;
-  const message = { t: "msg", id, ts: "2026-01-01T00:00:00Z", th, parts: [] };
-  return { id, t: "msg", th, message, raw: JSON.stringify(message) };
-}
-
-/** Real Deno KV whose reads are counted and whose next commit can fail. */
-class CountingBackend extends DenoKvBackend {
-  gets = 0;
-  failNext = false;
-
-  override get(key: Key): Promise<unknown> {
-    this.gets++;
-    return super.get(key);
-  }
-
-  override commit(mutations: Mutation[]): Promise<void> {
-    if (this.failNext) {
-      this.failNext = false;
-      return Promise.reject(new Error("disk full"));
-    }
-    return super.commit(mutations);
-  }
-}
+const line = receivedLine;
 
 async function fixture() {
-  const dir = await Deno.makeTempDir({ prefix: "awp-seen-cache-" });
-  const path = `${dir}/store.kv`;
-  const backend = new CountingBackend(await Deno.openKv(path));
-  const store = new KvStore(backend);
+  const f = await countingKvStore("awp-seen-cache-");
   // A second handle on the same file: what a restart would read.
-  const disk = new DenoKvBackend(await Deno.openKv(path));
+  const disk = new DenoKvBackend(await Deno.openKv(f.path));
   const onDisk = (kind: string, th: string) =>
     readRecord<Record<string, unknown>>(disk, [kind, PEER, th]);
-  return {
-    backend,
-    store,
+  const dispose = f[Symbol.asyncDispose];
+  return Object.assign(f, {
     onDisk,
     async [Symbol.asyncDispose]() {
-      store.close();
       disk.close();
-      await new Promise((r) => setTimeout(r, 10));
-      await Deno.remove(dir, { recursive: true });
+      await dispose();
     },
-  };
+  });
 }
 
 Deno.test("CommittedCache: keeps its kinds, forgets a failed commit's keys, stays bounded", () => {

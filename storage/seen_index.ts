@@ -1,0 +1,133 @@
+/**
+ * {@link SeenIndex}: the `seen` records of the peers a store resumed with
+ * lately, in memory, so a handshake's `resume` costs no KV list (every
+ * handshake sends one; a KV list was the listener's largest storage cost
+ * per handshake).
+ *
+ * It holds only what KV holds: a peer's records enter from a KV list that
+ * no commit of `seen` records overlapped, and then follow every commit that
+ * resolved (`changed`); a commit that fails drops the peers it wrote (KV
+ * may hold either value), so their next read lists KV again.
+ *
+ * @module
+ */
+
+import type { Mutation } from "./kv/key.ts";
+
+/** Threads kept at most, over all peers (the least recently read peer goes first). */
+const MAX_THREADS = 16_384;
+/** A peer with more threads than this is listed from KV each time. */
+const MAX_PEER_THREADS = 4_096;
+
+const utf8 = new TextDecoder();
+
+/** A thread's stored `seen` record, or its bytes as a commit wrote them. */
+type Stored = { th?: string; id?: string } | Uint8Array;
+
+/**
+ * Per peer (its key as stored, `keyText`), per thread key: the `seen`
+ * record. Told about every commit of the store's committer.
+ *
+ * @example
+ * ```ts
+ * import { SeenIndex } from "./seen_index.ts";
+ * const index = new SeenIndex();
+ * const load = () => Promise.resolve(new Map([["t1", { th: "t1", id: "01" }]]));
+ * console.log(await index.seen("p", load)); // { t1: "01" }
+ * index.changed([{ key: ["seen", "p", "t1"], value: new TextEncoder().encode('{"th":"t1","id":"02"}') }], true);
+ * console.log(await index.seen("p", load)); // { t1: "02" }
+ * ```
+ */
+export class SeenIndex {
+  #peers = new Map<string, Map<string, Stored>>();
+  /** Threads kept, over all peers. */
+  #threads = 0;
+  /** Moves on with every commit that touched `seen` records. */
+  #generation = 0;
+
+  /**
+   * Per thread, the last content id received from peer `pk`: from memory,
+   * or from `load` (a KV list of its `seen` records, by thread key).
+   */
+  async seen(
+    pk: string,
+    load: () => Promise<Map<string, { th?: string; id?: string }>>,
+  ): Promise<Record<string, string>> {
+    let records = this.#peers.get(pk);
+    if (records) {
+      // Most recently read last.
+      this.#peers.delete(pk);
+      this.#peers.set(pk, records);
+    } else {
+      const generation = this.#generation;
+      const listed = await load();
+      if (generation === this.#generation && listed.size <= MAX_PEER_THREADS) {
+        records = listed;
+        this.#drop(pk); // a read that overlapped this one kept it first
+        this.#peers.set(pk, records);
+        this.#threads += records.size;
+        this.#bound();
+      } else {
+        return seenOf(listed);
+      }
+    }
+    return seenOf(records);
+  }
+
+  /**
+   * A commit of `mutations` resolved (`ok`) or failed: kept peers take its
+   * `seen` values, or are dropped when it failed.
+   */
+  changed(mutations: Iterable<Mutation>, ok: boolean): void {
+    let touched = false;
+    for (const { key, value } of mutations) {
+      if (key[0] !== "seen") continue;
+      touched = true;
+      const pk = key[1] as string;
+      const records = this.#peers.get(pk);
+      if (!records) continue;
+      const before = records.size;
+      if (!ok || key.length !== 3 || typeof value === "number") {
+        // Failed, or a record split in parts: read KV next time.
+        this.#drop(pk);
+        continue;
+      } else if (value === undefined) {
+        records.delete(key[2] as string);
+      } else if (value instanceof Uint8Array) {
+        records.set(key[2] as string, value);
+      } else {
+        this.#drop(pk); // not a stored record
+        continue;
+      }
+      this.#threads += records.size - before;
+      if (records.size > MAX_PEER_THREADS) this.#drop(pk);
+    }
+    if (touched) {
+      this.#generation++;
+      this.#bound();
+    }
+  }
+
+  #drop(pk: string): void {
+    this.#threads -= this.#peers.get(pk)?.size ?? 0;
+    this.#peers.delete(pk);
+  }
+
+  /** Drops the least recently read peers while over {@link MAX_THREADS}. */
+  #bound(): void {
+    while (this.#threads > MAX_THREADS && this.#peers.size > 0) {
+      this.#drop(this.#peers.keys().next().value!);
+    }
+  }
+}
+
+function seenOf(records: Map<string, Stored>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const stored of records.values()) {
+    const s = stored instanceof Uint8Array
+      ? JSON.parse(utf8.decode(stored)) as { th?: string; id?: string }
+      : stored;
+    if (s.th !== undefined && s.id !== undefined) out[s.th] = s.id;
+  }
+  return out;
+}
