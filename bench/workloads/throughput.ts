@@ -46,6 +46,10 @@ export async function sendAndAwaitAcks(
   return got[got.length - 1].at - t0;
 }
 
+async function peakMib(p: JsonProcess): Promise<number> {
+  return ((await p.memory())?.hwmBytes ?? NaN) / (1024 * 1024);
+}
+
 /** Workload 1 over `tcp` or `unix`. */
 export function throughputWorkload(transport: "tcp" | "unix"): Workload {
   const count = (ctx: BenchContext) => ctx.quick ? 200 : 2_000;
@@ -54,7 +58,12 @@ export function throughputWorkload(transport: "tcp" | "unix"): Workload {
     title: `msgs/s to durable ack over ${
       transport === "tcp" ? "TCP" : "a Unix socket"
     }`,
-    units: { msgs_per_s_1_thread: "msg/s", msgs_per_s_10_threads: "msg/s" },
+    units: {
+      msgs_per_s_1_thread: "msg/s",
+      msgs_per_s_10_threads: "msg/s",
+      sender_peak_rss_mib: "MiB",
+      receiver_peak_rss_mib: "MiB",
+    },
     params: (ctx) => ({ messages: count(ctx), bytes: 100, threads: [1, 10] }),
     async run(ctx) {
       const addr = transport === "tcp"
@@ -72,6 +81,10 @@ export function throughputWorkload(transport: "tcp" | "unix"): Workload {
           samples.push({
             msgs_per_s_1_thread: n / (one / 1000),
             msgs_per_s_10_threads: n / (ten / 1000),
+            // VmHWM: each process's peak so far, over this run's two bursts
+            // and those before it (issue 16's "peak RSS during the burst").
+            sender_peak_rss_mib: await peakMib(sender),
+            receiver_peak_rss_mib: await peakMib(receiver),
           });
           ctx.log(
             `  run ${run + 1}: ${
