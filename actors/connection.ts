@@ -31,7 +31,6 @@ import {
   type AuthVerdict,
   type ConnectionHost,
   connectionMachine,
-  DEFAULT_TIMEOUTS,
   type SendErrParams,
   stateName,
 } from "./connection_machine.ts";
@@ -192,13 +191,9 @@ export class Connection {
   /** Every line to the socket; outbox entries in order, each once. */
   #outbox: OutboxWriter;
   #lastPing: { id: string; at: number } | undefined;
-  /**
-   * When the chart last heard RECEIVED, and how often it needs to: a tenth
-   * of the ping interval, at most 1 s (the chart pings that much early at
-   * worst; while it waits for a pong, every read is past it). Off: never.
-   */
-  #alive = -Infinity;
-  #aliveEvery: number;
+  /** When a line was last read, and the chart's liveness wait began. */
+  #receivedAt = performance.now();
+  #waitFrom = 0;
   #rtt: number | undefined;
   /** Ordered asynchronous output: auth, resume, replay, entries. */
   #out = new SerialQueue();
@@ -220,9 +215,6 @@ export class Connection {
     this.#o = options;
     this.#t = options.transport;
     this.dialed = options.dialed;
-    const ping = pingTimeouts(options)?.pingInterval ??
-      DEFAULT_TIMEOUTS.pingInterval;
-    this.#aliveEvery = ping > 0 ? Math.min(1_000, ping / 10) : Infinity;
     this.established = this.#establishedD!.promise;
     this.closed = this.#closedD.promise;
     // Handled here so an unobserved failed handshake is not an unhandled rejection.
@@ -383,9 +375,6 @@ export class Connection {
     opened() {
       const c = this.#c;
       c.#opened = true;
-      // The liveness timer starts with `open`: the line that opened it (and
-      // any read within #aliveEvery) need not restart it with a chart step.
-      c.#alive = performance.now();
       // From here lines may come in bursts; the handshake's went at once.
       c.#t.holdBursts?.(true);
       // Both auths are done: the hellos' bytes are not needed any more.
@@ -396,6 +385,15 @@ export class Connection {
     }
     sendPing() {
       this.#c.#sendPing();
+    }
+    startWait() {
+      this.#c.#waitFrom = performance.now();
+    }
+    quietFor() {
+      return performance.now() - this.#c.#receivedAt;
+    }
+    waitedFor() {
+      return performance.now() - this.#c.#waitFrom;
     }
     sendBye(reason?: string) {
       this.#c.#sendBye(reason);
@@ -638,6 +636,8 @@ export class Connection {
    */
   async #onData(chunk: Uint8Array): Promise<void> {
     if (this.#done) return;
+    // Proof of life for the chart's liveness: a field, not a step.
+    this.#receivedAt = performance.now();
     const events = this.#reader.push(chunk);
     if (events.length === 0) return;
     try {
@@ -685,14 +685,6 @@ export class Connection {
         if (this.#paused) await this.#paused.promise;
       }
       void this.#committer.commit();
-      // Liveness (only while open: a handshake line is not worth a
-      // macrostep) after the lines' commit has started: not in their way;
-      // and once per #aliveEvery (a read just after one changes nothing).
-      const now = performance.now();
-      if (this.#opened && now - this.#alive >= this.#aliveEvery) {
-        this.#alive = now;
-        queueMicrotask(() => this.#event({ type: "RECEIVED" }));
-      }
       // Reading goes on while commits run, up to a bound.
       await this.#committer.roomToRead(() => this.#done);
     } catch (error) {
@@ -776,6 +768,7 @@ export class Connection {
     const { re } = frame.message as Pong;
     if (this.#lastPing && re === this.#lastPing.id) {
       this.#rtt = Date.now() - this.#lastPing.at;
+      this.#event({ type: "PONG" });
     }
   }
 }

@@ -7,7 +7,8 @@
  * - `resume`: our resume is sent; we await theirs.
  * - `open`: traffic flows; the `liveness` region pings after `pingInterval`
  *   without receiving anything and declares the connection dead after two
- *   missed pongs.
+ *   missed pongs. A received line takes no step: a wait's timer asks the
+ *   host whether one came meanwhile, and re-arms (actors/liveness.ts).
  * - `closing`: our bye is sent, nothing else is; we close on their bye or
  *   after `byeTimeout`.
  * - `closed`: final.
@@ -49,6 +50,7 @@ import {
   type SessionRoute,
   TRAFFIC,
 } from "./frame_routes.ts";
+import { heardWhileWaiting, type LivenessHost, pingDue } from "./liveness.ts";
 
 /** The connection's timeouts, in milliseconds. */
 export interface ConnectionTimeouts {
@@ -90,8 +92,7 @@ export type ConnectionEvent =
   | ({ type: "AUTH_REFUSED" } & SendErrParams)
   /** Their resume arrived; replay and open. */
   | { type: "RESUME" }
-  /** Lines arrived (proof of life, pongs included). */
-  | { type: "RECEIVED" }
+  | { type: "PONG" } // to our last ping: the wait for it ends at once
   /** They sent an err line. */
   | { type: "PEER_ERR"; code: string; detail?: string }
   /** They broke the protocol: send err `code` (if any) and close. */
@@ -110,7 +111,7 @@ export type ConnectionEvent =
  * and shared by every connection (a machine per connection, as
  * `.provide()` makes, costs each one its own state-node tree).
  */
-export interface ConnectionHost {
+export interface ConnectionHost extends LivenessHost {
   /** Their hello passed every check: remember it (before `sendAuth`). */
   acceptHello(frame: Frame): void;
   /**
@@ -225,6 +226,7 @@ export type ConnectionAction =
   | { type: "sendErr"; params: SendErrParams }
   | { type: "closeTransport"; params: unknown }
   | { type: "countPing"; params: unknown }
+  | { type: "startWait"; params: unknown }
   | { type: "resetMissed"; params: unknown }
   | { type: "setReason"; params: { reason: string } }
   | { type: "notePeerBye"; params: unknown };
@@ -250,6 +252,7 @@ export type ConnectionGuard =
   | { type: "controlLine"; params: unknown }
   | { type: "pingEnabled"; params: unknown }
   | { type: "twoMissed"; params: unknown }
+  | { type: "heardWhileWaiting"; params: unknown }
   | { type: "closingCode"; params: unknown }
   | { type: "hasCode"; params: unknown };
 
@@ -258,7 +261,8 @@ export type ConnectionDelay =
   | "handshakeTimeout"
   | "resumeTimeout"
   | "byeTimeout"
-  | "pingInterval";
+  | "pingInterval"
+  | "pingDue";
 
 /** Every snapshot value {@link connectionMachine} can be in. */
 export type ConnectionStateValue =
@@ -297,7 +301,7 @@ export type ConnectionMachine = StateMachine<
 /**
  * The connection statechart. Actions call the `host` of the input
  * (actors/connection.ts), or do nothing without one. Named delays: `handshakeTimeout`, `resumeTimeout`,
- * `byeTimeout`, `pingInterval`, read from `input.timeouts`.
+ * `byeTimeout`, `pingInterval`, read from `input.timeouts`; `pingDue`: liveness.ts.
  *
  * @example
  * ```ts
@@ -380,6 +384,7 @@ export const connectionMachine: ConnectionMachine = setup({
     closeTransport: ({ context }) =>
       context.host?.closeTransport(context.reason),
     countPing: assign({ missed: ({ context }) => context.missed + 1 }),
+    startWait: ({ context }) => context.host?.startWait(),
     resetMissed: assign({ missed: 0 }),
     setReason: assign({
       reason: (_, params: { reason: string }) => params.reason,
@@ -396,6 +401,7 @@ export const connectionMachine: ConnectionMachine = setup({
     ...frameGuards,
     pingEnabled: ({ context }) => context.timeouts.pingInterval > 0,
     twoMissed: ({ context }) => context.missed >= 2,
+    heardWhileWaiting,
     closingCode: ({ event }) =>
       event.type === "PEER_ERR" && CLOSING_ERROR_CODES.has(event.code),
     hasCode: ({ event }) => event.type === "FAIL" && event.code !== undefined,
@@ -405,6 +411,7 @@ export const connectionMachine: ConnectionMachine = setup({
     resumeTimeout: ({ context }) => context.timeouts.resume,
     byeTimeout: ({ context }) => context.timeouts.bye,
     pingInterval: ({ context }) => context.timeouts.pingInterval,
+    pingDue,
   },
 }).createMachine({
   id: "connection",
@@ -637,29 +644,30 @@ export const connectionMachine: ConnectionMachine = setup({
         traffic: {},
         liveness: {
           initial: "start",
-          on: {
-            RECEIVED: {
-              target: ".idle",
-              reenter: true,
-              actions: "resetMissed",
-            },
-          },
           states: {
             start: {
-              always: [{ guard: "pingEnabled", target: "idle" }, {
-                target: "off",
-              }],
+              always: [{ guard: "pingEnabled", target: "idle" }, "off"],
             },
-            off: {
-              on: { RECEIVED: {} },
-            },
+            off: {},
             idle: {
-              after: { pingInterval: "pinging" },
+              entry: "startWait",
+              after: {
+                pingDue: [
+                  { guard: "heardWhileWaiting", target: "idle", reenter: true },
+                  { target: "pinging" },
+                ],
+              },
             },
             pinging: {
-              entry: ["countPing", "sendPing"],
+              entry: ["countPing", "sendPing", "startWait"],
+              on: { PONG: { target: "idle", actions: "resetMissed" } },
               after: {
                 pingInterval: [
+                  {
+                    guard: "heardWhileWaiting",
+                    target: "idle",
+                    actions: "resetMissed",
+                  },
                   {
                     guard: "twoMissed",
                     target: "#connection.closed",

@@ -15,6 +15,7 @@ import {
 import { getAdjacencyMap, getShortestPaths } from "npm:xstate@^5.33.3/graph";
 import {
   type ConnectionEvent,
+  type ConnectionHost,
   connectionMachine,
   type ConnectionTimeouts,
   stateName,
@@ -33,6 +34,8 @@ const DELAY_OF: Record<string, keyof ConnectionTimeouts> = {
   resumeTimeout: "resume",
   byeTimeout: "bye",
   pingInterval: "pingInterval",
+  // Without a host nothing is received: the whole interval.
+  pingDue: "pingInterval",
 };
 
 /** Delayed-transition event types, as xstate names them. */
@@ -40,7 +43,7 @@ const AFTER_EVENTS = [
   "xstate.after.handshakeTimeout.connection.handshake",
   "xstate.after.resumeTimeout.connection.resume",
   "xstate.after.byeTimeout.connection.closing",
-  "xstate.after.pingInterval.connection.open.liveness.idle",
+  "xstate.after.pingDue.connection.open.liveness.idle",
   "xstate.after.pingInterval.connection.open.liveness.pinging",
 ].map((type) => ({ type }) as unknown as ConnectionEvent);
 
@@ -96,7 +99,7 @@ const EVENTS: ConnectionEvent[] = [
   { type: "HELLO_OK" },
   { type: "AUTH_OK" },
   { type: "RESUME" },
-  { type: "RECEIVED" },
+  { type: "PONG" },
   { type: "PEER_ERR", code: "auth", detail: "refused" },
   { type: "PEER_ERR", code: "too_large" },
   { type: "PEER_ERR", code: "unsupported" },
@@ -137,7 +140,7 @@ interface Run {
 }
 
 /** A real actor of the chart with recording actions and simulated time. */
-function startActor(timeouts: ConnectionTimeouts) {
+function startActor(timeouts: ConnectionTimeouts, host?: ConnectionHost) {
   const run: Run = { actions: [], transitions: new Set() };
   const record = (name: string) => () => void run.actions.push(name);
   const machine = connectionMachine.provide({
@@ -156,7 +159,7 @@ function startActor(timeouts: ConnectionTimeouts) {
   });
   const clock = new SimulatedClock();
   const actor = createActor(machine, {
-    input: { timeouts, key: OWN_KEY },
+    input: { timeouts, key: OWN_KEY, ...(host ? { host } : {}) },
     clock,
     inspect: (ev: InspectionEvent) => {
       if (ev.type === "@xstate.microstep") {
@@ -331,36 +334,93 @@ for (const pingInterval of [TIMEOUTS.pingInterval, 0]) {
         pingInterval > 0
           ? !d.includes("liveness.off") &&
             !d.includes("-> connection.open.liveness.off")
-          : !d.includes("liveness.idle") && !d.includes("liveness.pinging") &&
-            !d.includes("liveness on RECEIVED")
-      );
+          : !d.includes("liveness.idle") && !d.includes("liveness.pinging")
+      )
+      // Without a host nothing is ever received: walked in the tests below.
+      .filter((d) => !d.endsWith(" heardWhileWaiting"));
     assert.deepEqual(missing, [], "transitions never taken");
   });
 }
 
-Deno.test("model: two missed pongs mean dead; anything received resets", () => {
-  const env = startActor(TIMEOUTS);
+/**
+ * An open actor whose host only knows when a line was last received (on the
+ * simulated clock); the chart's other host calls do nothing.
+ */
+function openWithHost() {
+  const time = { receivedAt: 0, waitFrom: 0, now: () => 0 };
+  const liveness: Partial<ConnectionHost> = {
+    startWait: () => void (time.waitFrom = time.now()),
+    quietFor: () => time.now() - time.receivedAt,
+    waitedFor: () => time.now() - time.waitFrom,
+  };
+  const host = new Proxy(liveness, {
+    get: (target, name: keyof ConnectionHost) => target[name] ?? (() => {}),
+  }) as ConnectionHost;
+  const env = startActor(TIMEOUTS, host);
+  time.now = () => env.clock.now();
   for (const type of ["HELLO_OK", "AUTH_OK", "RESUME"] as const) {
     env.actor.send({ type });
   }
   const pings = () => env.run.actions.filter((a) => a === "sendPing").length;
-  env.clock.increment(TIMEOUTS.pingInterval);
-  assert.equal(pings(), 1);
-  env.actor.send({ type: "RECEIVED" }); // the pong
-  env.clock.increment(TIMEOUTS.pingInterval - 1);
-  assert.equal(pings(), 1, "no ping while the idle timer restarts");
-  env.clock.increment(1);
-  assert.equal(pings(), 2, "idle again: ping");
-  env.clock.increment(TIMEOUTS.pingInterval);
-  assert.equal(pings(), 3, "one missed pong: ping again");
-  assert.equal(stateName(env.actor.getSnapshot().value), "open");
-  env.clock.increment(TIMEOUTS.pingInterval - 1);
-  assert.equal(stateName(env.actor.getSnapshot().value), "open");
-  env.clock.increment(1);
+  const state = () => stateName(env.actor.getSnapshot().value);
+  const receive = () => void (time.receivedAt = env.clock.now());
+  // SimulatedClock runs due timers at the end of an increment: 1 ms steps
+  // keep what they read of the clock exact.
+  const advance = (ms: number) => {
+    for (let i = 0; i < ms; i++) env.clock.increment(1);
+  };
+  return { ...env, pings, state, receive, advance };
+}
+
+Deno.test("model: two missed pongs mean dead; a pong ends the wait for it", () => {
+  const env = openWithHost();
+  const interval = TIMEOUTS.pingInterval;
+  env.advance(interval - 1);
+  assert.equal(env.pings(), 0);
+  env.advance(1);
+  assert.equal(env.pings(), 1);
+  env.advance(50);
+  env.receive(); // the pong, 50 ms after the ping
+  env.actor.send({ type: "PONG" });
+  env.advance(interval - 1);
+  assert.equal(env.pings(), 1, "no ping before the interval since the pong");
+  env.advance(1);
+  assert.equal(env.pings(), 2, "quiet for the interval: ping");
+  env.advance(interval);
+  assert.equal(env.pings(), 3, "one missed pong: ping again");
+  env.advance(interval - 1);
+  assert.equal(env.state(), "open");
+  env.advance(1);
   const snap = env.actor.getSnapshot();
   assert.equal(snap.value, "closed");
   assert.match(snap.context.reason, /dead/);
   assert.equal(env.run.actions.at(-1), "closeTransport");
+});
+
+Deno.test("model: a re-armed wait still times out: a peer that goes quiet is dropped on time", () => {
+  const env = openWithHost();
+  const interval = TIMEOUTS.pingInterval;
+  // Lines keep coming, each before the interval is up: never a ping.
+  for (let i = 0; i < 10; i++) {
+    env.advance(interval - 20);
+    env.receive();
+  }
+  assert.equal(env.pings(), 0);
+  const quietSince = env.clock.now();
+  // Then nothing: a ping an interval after the last line, another one
+  // interval later, and dead one interval after that.
+  env.advance(interval - 1);
+  assert.equal(env.pings(), 0);
+  env.advance(1);
+  assert.equal(env.pings(), 1);
+  env.advance(interval);
+  assert.equal(env.pings(), 2);
+  env.advance(interval - 1);
+  assert.equal(env.state(), "open");
+  env.advance(1);
+  assert.equal(env.state(), "closed");
+  assert.equal(env.clock.now() - quietSince, 3 * interval);
+  assert.match(env.actor.getSnapshot().context.reason, /dead/);
 });
 
 Deno.test("model: err codes close exactly as SPEC 9.7 says", () => {
@@ -416,4 +476,24 @@ Deno.test("model: our bye closes on their bye, or after byeTimeout", () => {
       answered ? "bye" : "bye: no answer in time",
     );
   }
+});
+
+Deno.test("model: a line other than the pong still counts when the ping's wait ends", () => {
+  const env = openWithHost();
+  const interval = TIMEOUTS.pingInterval;
+  env.advance(interval);
+  assert.equal(env.pings(), 1);
+  env.advance(100);
+  env.receive(); // an ack, say: no PONG event
+  env.advance(interval - 100);
+  assert.equal(
+    env.pings(),
+    1,
+    "heard during the wait: idle, not a second ping",
+  );
+  env.advance(100 - 1);
+  assert.equal(env.pings(), 1);
+  env.advance(1);
+  assert.equal(env.pings(), 2, "an interval after that line: ping");
+  assert.equal(env.actor.getSnapshot().context.missed, 1);
 });
