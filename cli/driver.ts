@@ -12,6 +12,7 @@
 
 import { raiseFdLimit } from "../net/fd_limit.ts";
 import type { Peer } from "../peer/peer.ts";
+import type { SendOptions } from "../peer/peer_sender.ts";
 import { readTlsFiles, type TlsTexts } from "./tls_files.ts";
 import type { PeerEvent } from "../peer/peer_events.ts";
 import { StoreUnavailableError } from "../storage/open_store.ts";
@@ -74,6 +75,15 @@ const FLAGS: FlagSpec[] = [
 ];
 
 /** Store meta: the seq of the last recv event written to stdout. */
+/** Commands run in order through the peer (the rest are answered at once). */
+const QUEUED_COMMANDS: ReadonlySet<unknown> = new Set([
+  "send",
+  "state",
+  "blob",
+  "grant",
+  "bye",
+]);
+
 const CURSOR_META = "driver_cursor";
 /**
  * How soon after a recv the cursor is saved: one write per second at most,
@@ -403,7 +413,7 @@ class Driver {
       this.#emit({ event: "memory", ...Deno.memoryUsage() });
       return;
     }
-    if (!["send", "state", "blob", "grant", "bye"].includes(cmd.cmd)) {
+    if (!QUEUED_COMMANDS.has(cmd.cmd)) {
       this.#error(`unknown command "${cmd.cmd}"`);
       return;
     }
@@ -471,15 +481,19 @@ class Driver {
           : undefined;
         // Not awaited: the Peer keeps call order, and sends in flight
         // together share one storage commit.
+        // Built field by field: no throwaway objects per command.
+        const options: SendOptions = {};
+        const th = str("th");
+        if (th) options.thread = th;
+        const subject = str("subject");
+        if (subject) options.subject = subject;
+        const re = str("re");
+        if (re) options.re = re;
+        if (parts) options.parts = parts;
         const done = this.#order.sending();
         this.#background(
           cmd,
-          this.#peer.send(to, str("text") ?? "", {
-            ...(str("th") ? { thread: str("th") } : {}),
-            ...(str("subject") ? { subject: str("subject") } : {}),
-            ...(str("re") ? { re: str("re") } : {}),
-            ...(parts ? { parts } : {}),
-          }).then((sent) => {
+          this.#peer.send(to, str("text") ?? "", options).then((sent) => {
             this.#noteThread(sent.th, to);
             this.#emit({ event: "sent", id: sent.id, t: "msg", th: sent.th });
             done(sent.id);

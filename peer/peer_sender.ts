@@ -124,6 +124,21 @@ function newThreadId(): string {
   return `thr_${randomHex(8)}`;
 }
 
+/** A file of a send, snapshotted into the spool. */
+interface SpooledFile {
+  blob: SpooledBlob;
+  name: string;
+  mime?: string;
+}
+
+/** The spooled files of a send without any (shared, never written). */
+const NO_FILES: readonly SpooledFile[] = [];
+
+/** Deletes spooled copies a failed send will not use (errors ignored). */
+async function discardAll(spooled: readonly SpooledFile[]): Promise<void> {
+  for (const s of spooled) await discardSpooled(s.blob.path).catch(() => {});
+}
+
 /** A valid id and ts to check a draft's schema with (the outbox sets the real ones). */
 const PROBE = { id: "0".repeat(26), ts: "2026-01-01T00:00:00.000Z" };
 
@@ -259,29 +274,10 @@ export class PeerSender {
     const parts: Part[] = [];
     if (typeof text === "string" && text !== "") parts.push(textPart(text));
     if (options.parts) parts.push(...options.parts);
-    const spooled: Array<{ blob: SpooledBlob; name: string; mime?: string }> =
-      [];
-    const release = () =>
-      Promise.all(
-        spooled.map((s) => discardSpooled(s.blob.path).catch(() => {})),
-      );
-    try {
-      for (const file of options.files ?? []) {
-        const f: SendFile = typeof file === "string" ? { path: file } : file;
-        if (!f || typeof f.path !== "string" || f.path === "") {
-          throw new TypeError(
-            "a file must be a path or { path, name?, mime? }",
-          );
-        }
-        const blob = await snapshotToSpool(this.#p.spoolDir, f.path, {
-          maxBytes: this.#p.maxBlobBytes,
-        });
-        spooled.push({ blob, name: f.name ?? baseName(f.path), mime: f.mime });
-      }
-    } catch (error) {
-      await release();
-      throw new Error(`send: ${errorText(error)}`);
-    }
+    // Most sends carry no files: they make no spool list and no closure.
+    const spooled = options.files === undefined || options.files.length === 0
+      ? NO_FILES
+      : await this.#spool(options.files);
     for (const { blob, name, mime: given } of spooled) {
       const mime = given ?? mimeOf(name);
       parts.push(
@@ -301,12 +297,12 @@ export class PeerSender {
     if (options.re !== undefined) fields.re = options.re;
     const invalid = this.#invalid(fields);
     if (invalid) {
-      await release();
+      await discardAll(spooled);
       throw new TypeError(`send: invalid msg: ${invalid}`);
     }
     // The outbox adds id and ts: see ENVELOPE_HEADROOM_BYTES.
     if (!fitsLine(fields, MAX_LINE_BYTES - ENVELOPE_HEADROOM_BYTES)) {
-      await release();
+      await discardAll(spooled);
       throw new Error(
         `send: the msg line would exceed ${MAX_LINE_BYTES} bytes; send big content as files`,
       );
@@ -334,7 +330,7 @@ export class PeerSender {
       asked?.();
       entries = await enqueued;
     } catch (error) {
-      await release();
+      await discardAll(spooled);
       throw new Error(`send: ${errorText(error)}`);
     }
     const id = entries[entries.length - 1].id;
@@ -359,6 +355,29 @@ export class PeerSender {
     await this.#p.ext.onLine(key, "out", { ...sent });
     await this.#p.directory.ensureReach(key);
     return { id, th };
+  }
+
+  /** Snapshots `files` into the spool; on a failure, drops those taken. */
+  async #spool(files: Array<string | SendFile>): Promise<SpooledFile[]> {
+    const spooled: SpooledFile[] = [];
+    try {
+      for (const file of files) {
+        const f: SendFile = typeof file === "string" ? { path: file } : file;
+        if (!f || typeof f.path !== "string" || f.path === "") {
+          throw new TypeError(
+            "a file must be a path or { path, name?, mime? }",
+          );
+        }
+        const blob = await snapshotToSpool(this.#p.spoolDir, f.path, {
+          maxBytes: this.#p.maxBlobBytes,
+        });
+        spooled.push({ blob, name: f.name ?? baseName(f.path), mime: f.mime });
+      }
+    } catch (error) {
+      await discardAll(spooled);
+      throw new Error(`send: ${errorText(error)}`);
+    }
+    return spooled;
   }
 
   /** `Peer.setState`: our soft state of thread `th` with `to`. */

@@ -217,7 +217,7 @@ export class ReceivedLines {
         dir: "in",
         t: line.t,
         id: line.id,
-        ...(line.th === undefined ? {} : { th: line.th }),
+        th: line.th,
         line: line.t === "chunk" ? elideChunk(line) : line.raw,
         at,
       }, false);

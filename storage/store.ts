@@ -155,8 +155,18 @@ export interface OutboxRecords {
 export function entryLine(
   entry: OutboxEntry,
 ): Record<string, unknown> & { t: string } {
-  const { t, ...rest } = entry.fields;
-  return { t, id: entry.id, ts: entry.ts, ...rest };
+  // Copied key by key: no intermediate object without `t` (two lines' worth
+  // of garbage per sent line otherwise: this runs for the log and the wire).
+  const fields = entry.fields;
+  const line: Record<string, unknown> & { t: string } = {
+    t: fields.t,
+    id: entry.id,
+    ts: entry.ts,
+  };
+  for (const key in fields) {
+    if (key !== "t") line[key] = fields[key];
+  }
+  return line;
 }
 
 /** A received content line, to be committed before its ack. */

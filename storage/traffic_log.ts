@@ -207,7 +207,19 @@ export class TrafficLog {
       this.trim().catch(() => {});
     }
     const seq = ++this.#seq;
-    await tx.putRecord(["log", seq], { seq, ...entry }, true);
+    // Written field by field, not `{ seq, ...entry }`: a spread after a
+    // field copies through a slow path into a bigger object, once per line.
+    const record: LogEntry = {
+      seq,
+      peer: entry.peer,
+      dir: entry.dir,
+      t: entry.t,
+      line: entry.line,
+      at: entry.at,
+    };
+    if (entry.id !== undefined) record.id = entry.id;
+    if (entry.th !== undefined) record.th = entry.th;
+    await tx.putRecord(["log", seq], record, true);
     // No index by peer alone: one row fewer per line (read scans instead).
     if (entry.th !== undefined) {
       tx.set(["logt", keyText(entry.peer), threadKey(entry.th), seq], 1);

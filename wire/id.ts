@@ -5,6 +5,9 @@
  */
 
 const ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+const ALPHABET_CODES: readonly number[] = [...ALPHABET].map((c) =>
+  c.charCodeAt(0)
+);
 const DECODE: ReadonlyMap<string, number> = new Map(
   [...ALPHABET].map((c, i) => [c, i]),
 );
@@ -67,7 +70,12 @@ export class IdGenerator {
   #now: () => number;
   #time = -1;
   // Random part as base-32 digits, so increments need no bigint.
-  #random: number[] = [];
+  #random: number[] = new Array<number>(RANDOM_CHARS).fill(0);
+  /** `encodeTime(#timeTextOf)`, kept: many ids share a millisecond. */
+  #timeText = "";
+  #timeTextOf = -1;
+  /** The random part's characters as char codes, reused by every id. */
+  #randomCodes: number[] = new Array<number>(RANDOM_CHARS).fill(0);
   #last: string | undefined;
 
   /**
@@ -111,17 +119,25 @@ export class IdGenerator {
     }
     if (now > this.#time) {
       this.#time = now;
-      this.#random = freshRandom();
+      fillRandom(this.#random);
     } else if (!increment(this.#random)) {
       // 80 bits exhausted within one millisecond: borrow the next one.
       if (this.#time >= MAX_TIME) {
         throw new RangeError("IdGenerator: ULID space exhausted");
       }
       this.#time += 1;
-      this.#random = freshRandom();
+      fillRandom(this.#random);
     }
-    let id = encodeTime(this.#time);
-    for (const digit of this.#random) id += ALPHABET[digit];
+    if (this.#timeTextOf !== this.#time) {
+      this.#timeText = encodeTime(this.#time);
+      this.#timeTextOf = this.#time;
+    }
+    // One string for the random part instead of 16 concatenations.
+    const codes = this.#randomCodes;
+    for (let i = 0; i < RANDOM_CHARS; i++) {
+      codes[i] = ALPHABET_CODES[this.#random[i]];
+    }
+    const id = this.#timeText + String.fromCharCode.apply(null, codes);
     this.#last = id;
     return id;
   }
@@ -134,14 +150,15 @@ export class IdGenerator {
 const randomPool = new Uint8Array(4096);
 let randomAt = randomPool.length;
 
-function freshRandom(): number[] {
+/** Overwrites `digits` (RANDOM_CHARS of them) with fresh random ones. */
+function fillRandom(digits: number[]): void {
   if (randomAt + RANDOM_CHARS > randomPool.length) {
     crypto.getRandomValues(randomPool);
     randomAt = 0;
   }
-  const out = new Array<number>(RANDOM_CHARS);
-  for (let i = 0; i < RANDOM_CHARS; i++) out[i] = randomPool[randomAt++] & 31;
-  return out;
+  for (let i = 0; i < RANDOM_CHARS; i++) {
+    digits[i] = randomPool[randomAt++] & 31;
+  }
 }
 
 /** Adds one to base-32 digits in place; false on overflow. */

@@ -27,7 +27,7 @@ interface Op {
   exclusive: boolean;
   /** Keys the build will read, fetched concurrently before the batch. */
   prefetch?: Key[];
-  build(tx: Tx): Promise<unknown>;
+  build(tx: Tx): Promise<unknown> | unknown;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -99,7 +99,8 @@ export class GroupCommitter {
       this.#queue.push({
         exclusive,
         prefetch,
-        build: async (tx) => await build(tx),
+        // Called inside the drain's try: a synchronous throw rejects too.
+        build,
         resolve: resolve as (value: unknown) => void,
         reject,
       });
@@ -246,7 +247,8 @@ export class GroupCommitter {
         let result: unknown;
         try {
           result = await op.build(tx);
-          for (const group of tx.groups) {
+          tx.cut(); // all its groups in tx.done, without a copy
+          for (const group of tx.done) {
             if (!Batch.fitsAlone(group)) {
               throw new RangeError("write too large for one Deno KV commit");
             }
@@ -255,9 +257,10 @@ export class GroupCommitter {
           op.reject(error);
           continue;
         }
-        for (const [k, m] of tx.local) this.#overlay.set(k, m);
+        const overlay = this.#overlay;
+        tx.local.forEach((m, k) => overlay.set(k, m));
         let ok = true;
-        for (const group of tx.groups) {
+        for (const group of tx.done) {
           if (!batch.fits(group) && !await flush()) {
             ok = false;
             break;

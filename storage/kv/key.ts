@@ -25,6 +25,15 @@ export interface Mutation {
 /** A key range: everything under `prefix`, or `start` (incl.) to `end` (excl.). */
 export type KeyRange = { prefix: Key } | { start: Key; end: Key };
 
+/**
+ * `NUMBER_PADS[d]`: the tag and zeros that pad a d-digit integer to 16
+ * digits (safe integers have at most 16).
+ */
+const NUMBER_PADS: readonly string[] = Array.from(
+  { length: 17 },
+  (_, d) => "n" + "0".repeat(16 - d),
+);
+
 /** Text key parts longer than this are replaced by their hash. */
 const MAX_KEY_TEXT = 128;
 
@@ -48,9 +57,14 @@ export function encodeKey(key: Key): string {
           `key part must be a non-negative integer: ${part}`,
         );
       }
-      out += "n" + part.toString().padStart(16, "0");
+      // "n" and 16 digits, zero-padded, from one constant: no padStart copy.
+      const digits = String(part);
+      out += NUMBER_PADS[digits.length] + digits;
     } else {
-      out += "s" + part.replaceAll("\0", "\0\x01") + "\0\0";
+      // Most parts hold no NUL: skip replaceAll's copy for them.
+      out += "s" +
+        (part.includes("\0") ? part.replaceAll("\0", "\0\x01") : part) +
+        "\0\0";
     }
   }
   return out;

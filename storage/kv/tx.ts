@@ -95,7 +95,15 @@ export class Tx {
   /** Writes `value` at `key` in the open group. */
   set(key: Key, value: unknown): void {
     const encoded = encodeKey(key);
-    const m: KeyedMutation = { key, value, encoded };
+    // Every field the batch fills in later, now: one object shape, no
+    // property store added to each mutation.
+    const m: KeyedMutation = {
+      key,
+      value,
+      encoded,
+      keyCost: undefined,
+      cost: undefined,
+    };
     this.#open.push(m);
     this.local.set(encoded, m);
   }
