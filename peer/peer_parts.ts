@@ -354,7 +354,11 @@ export class PeerParts {
       const parts = new PeerParts(signer, store, options, dirs, hosts);
       parts.sup.start();
       parts.#housekeeping.start({ retentionMs: options.retentionMs });
-      await Promise.all([parts.sup.loadQuiet(), parts.sup.warm()]);
+      await Promise.all([
+        parts.sup.loadQuiet(),
+        parts.sup.warm(),
+        parts.trust.warm(),
+      ]);
       await parts.directory.redialKnown();
       // Requests acked before a crash: served now, or answered interrupted.
       const recovering = parts.requests.recover();

@@ -1,7 +1,8 @@
 /**
  * The handshake's own timing, over real TCP: the accepting side reads its
  * `seen` while their auth verifies (not after admission), and the resume it
- * sends still carries what its store had durably received.
+ * sends still carries what its store had durably received; their auth, read
+ * before ours is out, waits for ours.
  */
 
 import assert from "node:assert/strict";
@@ -64,6 +65,59 @@ Deno.test("handshake: seen is read while their auth verifies, and goes out in th
     assert.equal(store.seenReads, 1, "and only once");
     assert.equal(resumes.length, 1);
     assert.deepEqual(JSON.parse(resumes[0]).seen, { t1: id });
+  } finally {
+    accepted.close("done");
+    dialed.close("done");
+    await Promise.all([accepted.closed, dialed.closed]);
+    listener.close();
+    await listener.done;
+    store.close();
+    dialerStore.close();
+  }
+});
+
+Deno.test("handshake: their auth waits until ours is out (ours signs slowly)", async () => {
+  const [dialer, acceptor] = await Promise.all([
+    Signer.generate(),
+    Signer.generate(),
+  ]);
+  // Ours takes 50 ms to sign: their auth arrives meanwhile.
+  const slow = {
+    key: acceptor.key,
+    sign: async (bytes: Uint8Array) => {
+      await new Promise((r) => setTimeout(r, 50));
+      return await acceptor.sign(bytes);
+    },
+  } as unknown as Signer;
+  const store = new MemoryStore();
+  const dialerStore = new MemoryStore();
+  const { listener, client, server } = await transportPair("tcp:127.0.0.1:0");
+  let oursOut = false;
+  let oursOutAtAdmission: boolean | undefined;
+  const accepted = new Connection({
+    transport: server,
+    dialed: false,
+    signer: slow,
+    store,
+    onLine: (_key, dir, raw) => {
+      if (dir === "out" && raw.includes('"t":"auth"')) oursOut = true;
+    },
+    admit: () => {
+      oursOutAtAdmission = oursOut;
+      return undefined;
+    },
+  });
+  const dialed = new Connection({
+    transport: client,
+    dialed: true,
+    signer: dialer,
+    store: dialerStore,
+  });
+  accepted.start();
+  dialed.start();
+  try {
+    await Promise.all([accepted.established, dialed.established]);
+    assert.equal(oursOutAtAdmission, true, "our auth went out first");
   } finally {
     accepted.close("done");
     dialed.close("done");
