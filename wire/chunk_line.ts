@@ -2,12 +2,12 @@
  * A fast path for received chunk lines: a line that ends with its `data`
  * (as we and most writers send it: `...,"data":"<base64>"}`) is split into
  * its small envelope, parsed as JSON with `data` empty, and its data,
- * decoded straight from the line's bytes. The general parse would decode
- * the whole ~350 KB line into a string and JSON.parse would copy the data
- * again; here the only large allocation is the decoded bytes. Any other
- * shape (data not last, escapes, whitespace, another alphabet) returns
- * undefined and takes the general path, so what is accepted does not
- * change.
+ * decoded straight from the line's bytes, in pieces. The general parse
+ * would decode the whole ~350 KB line into a string and JSON.parse would
+ * copy the data again; here the only large allocation is the decoded
+ * bytes. Any other shape (data not last, escapes, whitespace, another
+ * alphabet) returns undefined and takes the general path, so what is
+ * accepted does not change.
  *
  * @module
  */
@@ -63,10 +63,8 @@ export function splitChunkLine(bytes: Uint8Array): SplitChunkLine | undefined {
   const open = dataQuote(bytes);
   if (open < 0) return undefined;
   let head: string;
-  let text: string;
   try {
     head = strict.decode(bytes.subarray(0, open + 1));
-    text = loose.decode(bytes.subarray(open + 1, end - 2));
   } catch {
     return undefined;
   }
@@ -81,7 +79,7 @@ export function splitChunkLine(bytes: Uint8Array): SplitChunkLine | undefined {
     Array.isArray(message) || (message as { t?: unknown }).t !== "chunk" ||
     (message as { data?: unknown }).data !== ""
   ) return undefined;
-  const data = decodePooled(text);
+  const data = decodePooled(bytes.subarray(open + 1, end - 2));
   if (!data) return undefined;
   const m = message as SplitChunkLine["message"];
   return { message: m, raw: `${head}"}`, bytes: data };
@@ -128,37 +126,66 @@ interface NativeSetFromBase64 {
 }
 
 /**
- * Standard base64 decoded into a reused buffer, or undefined when `text`
- * is not exactly that (whitespace, bad padding...: the general path says
- * what is wrong).
+ * The base64 is turned into text this many characters at a time (a
+ * multiple of 4: each piece decodes alone). One string per 350 KB chunk
+ * line would be a large object, which V8 keeps on pages of its own until
+ * a scavenge: ~1.7 MiB of them at a 20 MiB blob's peak. Pieces of 64 KiB
+ * are ordinary young strings on the young generation's pages, which the
+ * transfer fills and reuses anyway (bench/README.md, "blobrx").
  */
-function decodePooled(text: string): Uint8Array | undefined {
+const TEXT_PIECE = 65536;
+const EQUALS = 0x3d;
+
+/**
+ * Standard base64 (the line's bytes between the quotes) decoded into a
+ * reused buffer, or undefined when it is not exactly that (whitespace, bad
+ * padding, a byte that is not base64...: the general path says what is
+ * wrong).
+ */
+function decodePooled(base64: Uint8Array): Uint8Array | undefined {
   // Padded to whole groups (as we write it): then any skipped whitespace
   // shows as fewer bytes written than the length says.
-  if (text.length % 4 !== 0) return undefined;
-  const pad = text.endsWith("==") ? 2 : text.endsWith("=") ? 1 : 0;
-  const size = text.length / 4 * 3 - pad;
+  const length = base64.length;
+  if (length % 4 !== 0) return undefined;
+  const pad = base64[length - 1] !== EQUALS
+    ? 0
+    : base64[length - 2] === EQUALS
+    ? 2
+    : 1;
+  const size = length / 4 * 3 - pad;
   let buffer = free.pop();
   if (!buffer || buffer.byteLength < size) {
     buffer = new ArrayBuffer(Math.max(size, 262144));
     pooled.add(buffer);
   }
   const view = new Uint8Array(buffer, 0, size);
-  let read: number;
-  let written: number;
-  try {
-    // Only the standard alphabet (what the schema's pattern allows): a
-    // `-` or `_` throws here.
-    ({ read, written } = (view as unknown as NativeSetFromBase64)
-      .setFromBase64(text, { alphabet: "base64", lastChunkHandling: "loose" }));
-  } catch {
-    releaseChunkBytes(view);
-    return undefined;
-  }
-  // Skipped whitespace or stopped early: not ours to accept here.
-  if (read !== text.length || written !== size) {
-    releaseChunkBytes(view);
-    return undefined;
+  let written = 0;
+  for (let at = 0; at < length; at += TEXT_PIECE) {
+    const end = Math.min(length, at + TEXT_PIECE);
+    // A byte that is not ASCII becomes U+FFFD (or part of a multi-byte
+    // letter) here, which setFromBase64 rejects.
+    const text = loose.decode(base64.subarray(at, end));
+    let result: { read: number; written: number };
+    try {
+      // Only the standard alphabet (what the schema's pattern allows): a
+      // `-` or `_` throws here, and so does anything after padding.
+      result = (view.subarray(written) as unknown as NativeSetFromBase64)
+        .setFromBase64(text, {
+          alphabet: "base64",
+          lastChunkHandling: "loose",
+        });
+    } catch {
+      releaseChunkBytes(view);
+      return undefined;
+    }
+    // Skipped whitespace, padding before the last piece, or stopped early
+    // (no room): not ours to accept here.
+    const whole = end === length ? size - written : text.length / 4 * 3;
+    if (result.read !== text.length || result.written !== whole) {
+      releaseChunkBytes(view);
+      return undefined;
+    }
+    written += result.written;
   }
   return view;
 }

@@ -164,7 +164,19 @@ Deno.test("chunk data that is not UTF-8 takes the general parse, which rejects i
 
 Deno.test("split chunk data decodes like the general path, with and without padding", () => {
   const enc = new TextEncoder();
-  for (const size of [4500, 4501, 4502, 262142, 262143, 262144]) {
+  for (
+    const size of [
+      4500,
+      4501,
+      4502,
+      49152,
+      49153,
+      98305,
+      262142,
+      262143,
+      262144,
+    ]
+  ) {
     const bytes = crypto.getRandomValues(new Uint8Array(Math.min(size, 65536)));
     const data = new Uint8Array(size);
     for (let i = 0; i < size; i += bytes.length) {
@@ -179,5 +191,37 @@ Deno.test("split chunk data decodes like the general path, with and without padd
     assert.ok(split, `size ${size}`);
     assert.deepEqual(split.bytes, data, `size ${size}`);
     releaseChunkBytes(split.bytes);
+  }
+});
+
+Deno.test("chunk data of many 64 KiB pieces: a flaw in any piece takes the general parse", () => {
+  const enc = new TextEncoder();
+  const head =
+    `{"t":"chunk","id":"1","ts":"x","ref":"r","n":0,"last":true,"data":"`;
+  // 200,000 characters: three whole pieces of 65,536 and a short last one.
+  const good = "QUJD".repeat(50_000);
+  const at = (i: number, put: string) =>
+    good.slice(0, i) + put + good.slice(i + put.length);
+  const split = splitChunkLine(enc.encode(`${head}${good}"}`));
+  assert.ok(split);
+  assert.equal(split.bytes.length, 150_000);
+  releaseChunkBytes(split.bytes);
+  for (
+    const [why, data] of [
+      ["padding ending the first piece", at(65_532, "QQ==")],
+      ["padding inside the second piece", at(70_000, "QQ==")],
+      ["whitespace in the first piece", at(100, " QUJ")],
+      ["url alphabet in the third piece", at(140_000, "-_AB")],
+      // Two bytes in UTF-8 for two characters: the length stays whole.
+      [
+        "a letter outside ASCII across a piece boundary",
+        `${good.slice(0, 65_535)}é${good.slice(65_537)}`,
+      ],
+    ]
+  ) {
+    assert.equal(enc.encode(data).length, good.length, why);
+    // Compared as a boolean: a failure's message stays one line.
+    const got = splitChunkLine(enc.encode(`${head}${data}"}`));
+    assert.equal(got === undefined, true, why);
   }
 });
