@@ -13,7 +13,7 @@
  * @module
  */
 
-const NON_ASCII = /[^\x00-\x7f]/;
+const NON_ASCII = /[\u0080-\uffff]/;
 
 /**
  * The UTF-8 length of `text` (as `TextEncoder` encodes it: a lone
