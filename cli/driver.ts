@@ -92,6 +92,16 @@ const CURSOR_META = "driver_cursor";
  */
 const CURSOR_SAVE_MS = 1_000;
 
+/**
+ * Sends started and not yet durable at most; the commands after them wait
+ * in the queue, parsed but not yet sends. About two Deno KV commits of
+ * msgs: one in flight, the next built meanwhile, so commits stay full; a
+ * burst of thousands then holds that many sends' objects, not all of them
+ * (in flight together they outlive V8's young generation: bench/README.md,
+ * "burst2").
+ */
+const SENDS_IN_FLIGHT = Number(Deno.env.get("AWP_SENDS_IN_FLIGHT") ?? 1024);
+
 /** Bytes of stdin read at a time. */
 const STDIN_READ_BYTES = 64 * 1024;
 
@@ -239,6 +249,10 @@ class Driver {
   #commandsHead = 0;
   /** `#runCommands` is working through `#commands`. */
   #running = false;
+  /** Sends started whose `sent` (or error) is not written yet. */
+  #sendsInFlight = 0;
+  /** Wakes `#runCommands` waiting for a send to finish. */
+  #sendRoom: (() => void) | undefined;
   #done!: (code: number) => void;
   /** The seq of the last msg/state recv written out; saved lazily. */
   #cursor = 0;
@@ -484,6 +498,13 @@ class Driver {
     this.#running = true;
     try {
       while (this.#commandsHead < this.#commands.length) {
+        if (
+          this.#sendsInFlight >= SENDS_IN_FLIGHT &&
+          this.#commands[this.#commandsHead]!.cmd === "send"
+        ) {
+          await new Promise<void>((wake) => this.#sendRoom = wake);
+          continue;
+        }
         const cmd = this.#commands[this.#commandsHead]!;
         this.#commands[this.#commandsHead++] = undefined;
         try {
@@ -531,7 +552,9 @@ class Driver {
     // Not awaited: the Peer keeps call order, and sends in flight together
     // share one storage commit. One callback pair per send, no chain.
     this.#order.begin();
+    this.#sendsInFlight++;
     this.#peer.send(to, str("text") ?? "", options).then((sent) => {
+      this.#sendDone();
       try {
         this.#noteThread(sent.th, to);
         this.#emit({ event: "sent", id: sent.id, t: "msg", th: sent.th });
@@ -540,9 +563,20 @@ class Driver {
       }
       this.#order.end(sent.id);
     }, (error) => {
+      this.#sendDone();
       this.#order.end();
       this.#error(`send: ${errorText(error)}`);
     });
+  }
+
+  /** A send of {@link #send} finished: the next commands may start. */
+  #sendDone(): void {
+    this.#sendsInFlight--;
+    const wake = this.#sendRoom;
+    if (wake !== undefined && this.#sendsInFlight < SENDS_IN_FLIGHT) {
+      this.#sendRoom = undefined;
+      wake();
+    }
   }
 
   /** Reports a command's failure once its promise settles. */
