@@ -100,7 +100,7 @@ const CURSOR_SAVE_MS = 1_000;
  * (in flight together they outlive V8's young generation: bench/README.md,
  * "burst2").
  */
-const SENDS_IN_FLIGHT = Number(Deno.env.get("AWP_SENDS_IN_FLIGHT") ?? 1024);
+const SENDS_IN_FLIGHT = 1024;
 
 /** Bytes of stdin read at a time. */
 const STDIN_READ_BYTES = 64 * 1024;
