@@ -81,6 +81,12 @@ function elideChunk(line: IncomingLine): string {
  * A time (ms) no exact received id (`rx` entry) is older than: retention
  * does not list the `rx` entries while its cut-off is not past it. Written
  * by a new store and by each retention pass that listed them.
+ *
+ * @example
+ * ```ts
+ * import { RX_FLOOR } from "./received_lines.ts";
+ * console.log(RX_FLOOR.join("/")); // rxfloor
+ * ```
  */
 export const RX_FLOOR: Key = ["rxfloor"];
 

@@ -127,7 +127,18 @@ export class RecordEncoder {
   }
 }
 
-/** One commit's buffer, filled from the start (see {@link RecordEncoder}). */
+/**
+ * One commit's buffer, filled from the start (see {@link RecordEncoder}).
+ *
+ * @example
+ * ```ts
+ * import { RecordBuffer, RecordText } from "./record_text.ts";
+ * const out = new RecordBuffer(new Uint8Array(64));
+ * const a = out.encode(RecordText.of([1]));
+ * const b = out.encode(RecordText.of("é"));
+ * console.log(a.byteOffset, b.byteOffset, b.byteLength); // 0 3 4
+ * ```
+ */
 export class RecordBuffer {
   /** The whole buffer. */
   readonly buffer: Uint8Array;
