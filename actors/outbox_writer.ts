@@ -192,18 +192,30 @@ export class OutboxWriter {
     // small ones count as that much, against the window and the bound.
     const held = Math.max(size, MIN_LINE_COST);
     this.#unwrittenBytes += held;
-    this.#t.write(frame).catch((error) => {
-      this.#host.end(`write failed: ${errorText(error)}`);
-    }).finally(() => {
-      written?.();
-      this.#lastWritten = performance.now();
-      this.#unwrittenBytes -= held;
-      const waiting = this.#writeWaiters;
-      if (waiting?.length) { for (const wake of waiting.splice(0)) wake(); }
-    });
+    if (written === undefined && this.#t.writeThen) {
+      // One bound callback for every line: no promise or closure per line.
+      this.#t.writeThen(frame, this.#lineDone, held);
+    } else {
+      this.#t.write(frame).then(
+        () => this.#lineDone(undefined, held, written),
+        (error) => this.#lineDone(error, held, written),
+      );
+    }
     this.#checkUnsent();
     return size;
   }
+
+  /** A queued line of `held` bytes is written, or failed with `error`. */
+  #lineDone = (error: unknown, held: number, written?: () => void): void => {
+    if (error !== undefined) {
+      this.#host.end(`write failed: ${errorText(error)}`);
+    }
+    written?.();
+    this.#lastWritten = performance.now();
+    this.#unwrittenBytes -= held;
+    const waiting = this.#writeWaiters;
+    if (waiting?.length) { for (const wake of waiting.splice(0)) wake(); }
+  };
 
   /**
    * A remote that does not read must not make us hold its bytes forever:

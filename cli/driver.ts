@@ -92,6 +92,16 @@ const CURSOR_META = "driver_cursor";
  */
 const CURSOR_SAVE_MS = 1_000;
 
+/**
+ * Sends started and not yet durable at most; the commands after them wait
+ * in the queue, parsed but not yet sends. About two Deno KV commits of
+ * msgs: one in flight, the next built meanwhile, so commits stay full; a
+ * burst of thousands then holds that many sends' objects, not all of them
+ * (in flight together they outlive V8's young generation: bench/README.md,
+ * "burst2").
+ */
+const SENDS_IN_FLIGHT = 1024;
+
 /** Bytes of stdin read at a time. */
 const STDIN_READ_BYTES = 64 * 1024;
 
@@ -226,10 +236,23 @@ class Driver {
   #threadPeers = new Map<string, Set<string>>();
   /** The stored threads, loaded into `#threadPeers` once, on first need. */
   #threadsLoaded: Promise<void> | undefined;
+  /** `#threadsLoaded` has settled: a thread's peer is known at once. */
+  #threadsReady = false;
   /** Commands that name no peer, given while none could be chosen. */
   #pending: DriverCommand[] = [];
-  /** Commands run one at a time, in order. */
-  #chain: Promise<void> = Promise.resolve();
+  /**
+   * Commands waiting to run, in order, from `#commandsHead` on: a plain
+   * queue, not a promise chain, so a burst of thousands of commands holds
+   * one slot each (no promise or closure per command while it waits).
+   */
+  #commands: Array<DriverCommand | undefined> = [];
+  #commandsHead = 0;
+  /** `#runCommands` is working through `#commands`. */
+  #running = false;
+  /** Sends started whose `sent` (or error) is not written yet. */
+  #sendsInFlight = 0;
+  /** Wakes `#runCommands` waiting for a send to finish. */
+  #sendRoom: (() => void) | undefined;
   #done!: (code: number) => void;
   /** The seq of the last msg/state recv written out; saved lazily. */
   #cursor = 0;
@@ -433,13 +456,20 @@ class Driver {
    * next line. Undefined: no peer yet, wait for one to connect.
    */
   async #target(cmd: DriverCommand): Promise<string | undefined> {
+    if (typeof cmd.peer !== "string" && typeof cmd.th === "string") {
+      this.#threadsLoaded ??= this.#peer.threads().then((list) => {
+        for (const t of list) this.#noteThread(t.th, t.peer);
+      }, () => {}).finally(() => this.#threadsReady = true);
+      await this.#threadsLoaded;
+    }
+    return this.#targetNow(cmd);
+  }
+
+  /** {@link #target} once the stored threads are loaded (or not needed). */
+  #targetNow(cmd: DriverCommand): string | undefined {
     if (typeof cmd.peer === "string") return cmd.peer;
     const th = typeof cmd.th === "string" ? cmd.th : undefined;
     if (th !== undefined) {
-      this.#threadsLoaded ??= this.#peer.threads().then((list) => {
-        for (const t of list) this.#noteThread(t.th, t.peer);
-      }, () => {});
-      await this.#threadsLoaded;
       const peers = this.#threadPeers.get(th);
       if (peers?.size === 1) return [...peers][0];
       if (peers && peers.size > 1) {
@@ -456,9 +486,97 @@ class Driver {
   }
 
   #enqueue(cmd: DriverCommand): void {
-    this.#chain = this.#chain.then(() => this.#execute(cmd)).catch((error) =>
-      this.#error(`${cmd.cmd}: ${errorText(error)}`)
-    );
+    this.#commands.push(cmd);
+    if (!this.#running) void this.#runCommands();
+  }
+
+  /**
+   * Runs the queued commands in order, each once the one before has
+   * started (a send is not awaited: sends in flight share a commit).
+   */
+  async #runCommands(): Promise<void> {
+    this.#running = true;
+    try {
+      while (this.#commandsHead < this.#commands.length) {
+        if (
+          this.#sendsInFlight >= SENDS_IN_FLIGHT &&
+          this.#commands[this.#commandsHead]!.cmd === "send"
+        ) {
+          await new Promise<void>((wake) => this.#sendRoom = wake);
+          continue;
+        }
+        const cmd = this.#commands[this.#commandsHead]!;
+        this.#commands[this.#commandsHead++] = undefined;
+        try {
+          const started = this.#start(cmd);
+          if (started !== undefined) await started;
+        } catch (error) {
+          this.#error(`${cmd.cmd}: ${errorText(error)}`);
+        }
+      }
+    } finally {
+      this.#commands = [];
+      this.#commandsHead = 0;
+      this.#running = false;
+    }
+  }
+
+  /**
+   * Starts `cmd`: a send to a peer known at once is queued here, without
+   * awaiting anything; the rest go through {@link #execute}.
+   */
+  #start(cmd: DriverCommand): Promise<void> | undefined {
+    if (
+      cmd.cmd !== "send" ||
+      !(this.#threadsReady || typeof cmd.peer === "string" ||
+        typeof cmd.th !== "string")
+    ) return this.#execute(cmd);
+    const to = this.#targetNow(cmd);
+    if (to === undefined) this.#pending.push(cmd); // sent once a peer connects
+    else this.#send(cmd, to);
+  }
+
+  /** Queues a `send` to `to`; `sent` (or `error`) is written once durable. */
+  #send(cmd: DriverCommand, to: string): void {
+    const str = (name: string): string | undefined =>
+      typeof cmd[name] === "string" ? cmd[name] as string : undefined;
+    // Built field by field: no throwaway objects per command.
+    const options: SendOptions = {};
+    const th = str("th");
+    if (th) options.thread = th;
+    const subject = str("subject");
+    if (subject) options.subject = subject;
+    const re = str("re");
+    if (re) options.re = re;
+    if (Array.isArray(cmd.parts)) options.parts = cmd.parts as Part[];
+    // Not awaited: the Peer keeps call order, and sends in flight together
+    // share one storage commit. One callback pair per send, no chain.
+    this.#order.begin();
+    this.#sendsInFlight++;
+    this.#peer.send(to, str("text") ?? "", options).then((sent) => {
+      this.#sendDone();
+      try {
+        this.#noteThread(sent.th, to);
+        this.#emit({ event: "sent", id: sent.id, t: "msg", th: sent.th });
+      } catch (error) {
+        this.#error(`send: ${errorText(error)}`);
+      }
+      this.#order.end(sent.id);
+    }, (error) => {
+      this.#sendDone();
+      this.#order.end();
+      this.#error(`send: ${errorText(error)}`);
+    });
+  }
+
+  /** A send of {@link #send} finished: the next commands may start. */
+  #sendDone(): void {
+    this.#sendsInFlight--;
+    const wake = this.#sendRoom;
+    if (wake !== undefined && this.#sendsInFlight < SENDS_IN_FLIGHT) {
+      this.#sendRoom = undefined;
+      wake();
+    }
   }
 
   /** Reports a command's failure once its promise settles. */
@@ -475,32 +593,9 @@ class Driver {
     const str = (name: string): string | undefined =>
       typeof cmd[name] === "string" ? cmd[name] as string : undefined;
     switch (cmd.cmd) {
-      case "send": {
-        const parts = Array.isArray(cmd.parts)
-          ? cmd.parts as Part[]
-          : undefined;
-        // Not awaited: the Peer keeps call order, and sends in flight
-        // together share one storage commit.
-        // Built field by field: no throwaway objects per command.
-        const options: SendOptions = {};
-        const th = str("th");
-        if (th) options.thread = th;
-        const subject = str("subject");
-        if (subject) options.subject = subject;
-        const re = str("re");
-        if (re) options.re = re;
-        if (parts) options.parts = parts;
-        const done = this.#order.sending();
-        this.#background(
-          cmd,
-          this.#peer.send(to, str("text") ?? "", options).then((sent) => {
-            this.#noteThread(sent.th, to);
-            this.#emit({ event: "sent", id: sent.id, t: "msg", th: sent.th });
-            done(sent.id);
-          }).finally(() => done()),
-        );
+      case "send":
+        this.#send(cmd, to);
         return;
-      }
       case "state": {
         const th = str("th");
         const state = str("state");

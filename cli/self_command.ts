@@ -11,6 +11,11 @@
  * (64 MiB committed) when many objects survive a scavenge, as a burst of
  * queued msgs makes them; capped, a 2,000-msg burst peaks 30–40 MiB lower
  * in RSS on each side at the same CPU per msg (bench/README.md, "burst").
+ * And an old generation grown 1.5× the live heap after each full GC, not
+ * V8's up to 4× (a large-heap default): a burst's promoted garbage is then
+ * collected at ~20 MiB of old space, not at ~40–55 (bench/README.md,
+ * "burst2": 15–25 MiB lower peaks; not a ceiling, unlike
+ * `--max-old-space-size`).
  *
  * @example
  * ```ts
@@ -18,7 +23,8 @@
  * console.log(V8_MEMORY_FLAGS.startsWith("--v8-flags=")); // true
  * ```
  */
-export const V8_MEMORY_FLAGS = "--v8-flags=--max-semi-space-size=2";
+export const V8_MEMORY_FLAGS =
+  "--v8-flags=--max-semi-space-size=2,--heap-growing-percent=50";
 
 /**
  * `deno run` flags for every process this program starts: KV, and xstate's

@@ -44,20 +44,33 @@ export class SentBeforeAcked {
    * its id (or without, when it failed).
    */
   sending(): (id?: string) => void {
-    this.#sending++;
+    this.begin();
     let done = false;
     return (id) => {
       if (done) return;
       done = true;
-      this.#sending--;
-      if (id !== undefined) {
-        // Its own ack, if it came first, goes right after its sent.
-        if (this.#held.delete(id)) this.#emit(id);
-        else this.#note(id);
-      }
-      // Acks of lines not sent in this run go once no send is in flight.
-      if (this.#sending === 0) this.#release();
+      this.end(id);
     };
+  }
+
+  /**
+   * {@link sending} without a closure: a send starts; call {@link end}
+   * exactly once for it.
+   */
+  begin(): void {
+    this.#sending++;
+  }
+
+  /** A send begun with {@link begin} is over: written as `id`, or failed. */
+  end(id?: string): void {
+    this.#sending--;
+    if (id !== undefined) {
+      // Its own ack, if it came first, goes right after its sent.
+      if (this.#held.delete(id)) this.#emit(id);
+      else this.#note(id);
+    }
+    // Acks of lines not sent in this run go once no send is in flight.
+    if (this.#sending === 0) this.#release();
   }
 
   /** The ack of `id` was taken: `acked` now, or once its `sent` is out. */

@@ -51,12 +51,27 @@ export const BATCH_BYTES = 256 * 1024;
  */
 const BURST_MS = 0.25;
 
+/**
+ * Told once a frame queued by {@link BatchedWriter.writeThen} is written
+ * (`error` undefined) or dropped; `tag` is the caller's, given back.
+ */
+export type WriteDone = (error: Error | undefined, tag: number) => void;
+
 interface Pending {
   bytes: Uint8Array;
   /** Written as is, not through `encode`. */
   raw: boolean;
-  resolve(): void;
-  reject(error: Error): void;
+  /** A promise's settlers ({@link BatchedWriter.write}), or a callback. */
+  resolve: (() => void) | undefined;
+  reject: ((error: Error) => void) | undefined;
+  done: WriteDone | undefined;
+  tag: number;
+}
+
+function settle(p: Pending, error?: Error): void {
+  if (p.done) p.done(error, p.tag);
+  else if (error) p.reject!(error);
+  else p.resolve!();
 }
 
 /**
@@ -125,19 +140,43 @@ export class BatchedWriter {
   write(bytes: Uint8Array, raw = false): Promise<void> {
     if (this.#closed) return Promise.reject(new Error("transport closed"));
     return new Promise<void>((resolve, reject) => {
-      this.#queue.push({ bytes, raw, resolve, reject });
-      if (this.#writing) return;
-      if (
-        !this.#holdBursts ||
-        performance.now() - this.#lastWrite >=
-          (this.#options.burstMs ?? BURST_MS)
-      ) {
-        void this.#writeLoop();
-      } else {
-        this.#writing = true; // later lines queue behind it meanwhile
-        setTimeout(() => void this.#writeLoop(), 0);
-      }
+      this.#push({ bytes, raw, resolve, reject, done: undefined, tag: 0 });
     });
+  }
+
+  /**
+   * {@link write} without a promise: `done(error, tag)` once written or
+   * dropped (never before this returns), so a burst of lines makes no
+   * promise and no closure per line.
+   */
+  writeThen(bytes: Uint8Array, done: WriteDone, tag: number): void {
+    if (this.#closed) {
+      queueMicrotask(() => done(new Error("transport closed"), tag));
+      return;
+    }
+    this.#push({
+      bytes,
+      raw: false,
+      resolve: undefined,
+      reject: undefined,
+      done,
+      tag,
+    });
+  }
+
+  #push(pending: Pending): void {
+    this.#queue.push(pending);
+    if (this.#writing) return;
+    if (
+      !this.#holdBursts ||
+      performance.now() - this.#lastWrite >=
+        (this.#options.burstMs ?? BURST_MS)
+    ) {
+      void this.#writeLoop();
+    } else {
+      this.#writing = true; // later lines queue behind it meanwhile
+      setTimeout(() => void this.#writeLoop(), 0);
+    }
   }
 
   /** Resolves when every queued item is written (or dropped by a failure). */
@@ -153,7 +192,14 @@ export class BatchedWriter {
   fail(error: Error): boolean {
     if (this.#closed) return false;
     this.#closed = true;
-    for (const p of this.#queue.splice(0)) p.reject(error);
+    const dropped = this.#queue.splice(0);
+    for (const p of dropped) if (!p.done) p.reject!(error);
+    // Callbacks a turn later, as a promise's handlers would run.
+    if (dropped.some((p) => p.done)) {
+      queueMicrotask(() => {
+        for (const p of dropped) if (p.done) p.done(error, p.tag);
+      });
+    }
     this.#wakeIdle();
     return true;
   }
@@ -178,7 +224,7 @@ export class BatchedWriter {
         while (at < bytes.length) {
           at += await this.#sink.write(bytes.subarray(at));
         }
-        for (const p of this.#queue.splice(0, count)) p.resolve();
+        for (const p of this.#queue.splice(0, count)) settle(p);
       }
     } catch (e) {
       // After fail() the queue is already rejected and the socket closed.

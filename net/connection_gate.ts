@@ -10,7 +10,7 @@
 
 import { isPrivateHost } from "../wire/address.ts";
 import { socketAddressText } from "./socket_text.ts";
-import type { Transport, TransportHandlers } from "./transport.ts";
+import type { Transport, TransportHandlers, WriteDone } from "./transport.ts";
 
 /** The bounds of one listener; see the README's "Limits" table.
  *
@@ -235,6 +235,17 @@ class GatedTransport implements Transport {
 
   write(frame: Uint8Array): Promise<void> {
     return this.#inner.write(frame);
+  }
+
+  writeThen(frame: Uint8Array, done: WriteDone, tag: number): void {
+    if (this.#inner.writeThen) this.#inner.writeThen(frame, done, tag);
+    else {
+      this.#inner.write(frame).then(
+        () => done(undefined, tag),
+        (error) =>
+          done(error instanceof Error ? error : new Error(String(error)), tag),
+      );
+    }
   }
 
   flush(): Promise<void> {

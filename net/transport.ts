@@ -18,7 +18,8 @@
 
 import { acceptLoop } from "./accept_loop.ts";
 import { type Address, isPrivateHost, parseAddress } from "../wire/address.ts";
-import { BatchedWriter } from "./batched_writer.ts";
+import { BatchedWriter, type WriteDone } from "./batched_writer.ts";
+export type { WriteDone };
 import { readAhead } from "./read_ahead.ts";
 import { ConnectionGate, type ConnectionLimits } from "./connection_gate.ts";
 import { softFdLimit } from "./fd_limit.ts";
@@ -80,6 +81,11 @@ export interface Transport {
    * Rejects after close.
    */
   write(frame: Uint8Array): Promise<void>;
+  /**
+   * {@link write} with a callback instead of a promise (see
+   * `BatchedWriter.writeThen`): `done(error, tag)` once written or dropped.
+   */
+  writeThen?(frame: Uint8Array, done: WriteDone, tag: number): void;
   /** Resolves when every queued frame has been written (or dropped by close). */
   flush(): Promise<void>;
   /** Closes the socket (idempotent); pending writes are dropped (rejected). */
@@ -237,6 +243,10 @@ class ConnTransport implements Transport {
 
   write(frame: Uint8Array): Promise<void> {
     return this.#writer.write(frame);
+  }
+
+  writeThen(frame: Uint8Array, done: WriteDone, tag: number): void {
+    this.#writer.writeThen(frame, done, tag);
   }
 
   holdBursts(on: boolean): void {

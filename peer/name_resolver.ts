@@ -36,6 +36,17 @@ export class NameResolver {
     this.#connected = connected;
   }
 
+  /**
+   * `to` when it is a well-formed key (no lookup needed), else undefined:
+   * the synchronous case of {@link resolve}.
+   */
+  known(to: string): string | undefined {
+    if (to === this.#lastKey) return to;
+    if (typeof to !== "string" || !isKey(to)) return undefined;
+    this.#lastKey = to;
+    return to;
+  }
+
   /** Resolves `to` to a key: key, alias, name, or unique key prefix. */
   async resolve(to: string): Promise<string> {
     if (typeof to !== "string" || to === "") {

@@ -239,13 +239,18 @@ export class Peer {
    * await peer.waitAck(id);
    * ```
    */
-  async send(
+  send(
     to: string,
     text: string,
     options: SendOptions = {},
   ): Promise<Sent> {
-    this.#open("send");
-    return await this.#p.sender.send(to, text, options);
+    // Not async: no frame of ours held per msg while its commit runs.
+    try {
+      this.#open("send");
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#p.sender.send(to, text, options);
   }
 
   /**

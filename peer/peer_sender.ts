@@ -13,7 +13,12 @@ import type { PeerExtensions } from "../extensions/peer_extensions.ts";
 import type { Attachment } from "../profile/fs_access.ts";
 import type { ResultReply } from "../profile/profile.ts";
 import { randomHex } from "../storage/sha256.ts";
-import type { OutboxDraft, OutboxEntry, Store } from "../storage/store.ts";
+import type {
+  OutboxDraft,
+  OutboxEntry,
+  Queued,
+  Store,
+} from "../storage/store.ts";
 import {
   chunkDrafts,
   DEFAULT_CHUNK_SIZE,
@@ -124,6 +129,15 @@ function newThreadId(): string {
   return `thr_${randomHex(8)}`;
 }
 
+/** The thread of a send: the given one, else a new one. */
+function threadOf(options: SendOptions): string {
+  const th = options.thread ?? newThreadId();
+  if (typeof th !== "string" || th === "") {
+    throw new TypeError("send: thread must be a non-empty string");
+  }
+  return th;
+}
+
 /** A file of a send, snapshotted into the spool. */
 interface SpooledFile {
   blob: SpooledBlob;
@@ -219,6 +233,8 @@ export interface SenderParts {
 export class PeerSender {
   #p: SenderParts;
   #sendTurn: Promise<void> = Promise.resolve();
+  /** Turns taken and not yet released: while any is, sends take turns. */
+  #turnsOpen = 0;
   /** Served results, queued one at a time (see {@link PeerSender.reply}). */
   #replyTurn: Promise<void> = Promise.resolve();
   #spoolByMsg = new Map<string, PendingSpool>();
@@ -229,10 +245,29 @@ export class PeerSender {
   }
 
   /** `Peer.send`: a msg (and the chunks of its files, before it) to `to`. */
-  async send(
+  send(
     to: string,
     text: string,
     options: SendOptions = {},
+  ): Promise<Sent> {
+    // The common case, a msg without files to a key while no earlier call
+    // waits for its turn: queued now, with no turn and no async frames held
+    // while its commit runs (a burst keeps thousands in flight).
+    if (
+      this.#turnsOpen === 0 && typeof options === "object" &&
+      options !== null &&
+      (options.files === undefined || options.files.length === 0)
+    ) {
+      const key = this.#p.names.known(to);
+      if (key !== undefined) return this.#sendPlain(key, text, options);
+    }
+    return this.#sendInTurn(to, text, options);
+  }
+
+  async #sendInTurn(
+    to: string,
+    text: string,
+    options: SendOptions,
   ): Promise<Sent> {
     const turn = this.#takeTurn();
     try {
@@ -255,29 +290,106 @@ export class PeerSender {
    */
   #takeTurn(): { ready: Promise<void>; release: () => void } {
     const ready = this.#sendTurn;
-    let release!: () => void;
-    this.#sendTurn = new Promise<void>((resolve) => release = resolve);
+    let resolveTurn!: () => void;
+    this.#sendTurn = new Promise<void>((resolve) => resolveTurn = resolve);
+    this.#turnsOpen++;
+    let open = true;
+    const release = () => {
+      if (!open) return;
+      open = false;
+      this.#turnsOpen--;
+      resolveTurn();
+    };
     return { ready, release };
   }
 
-  /** send, once `to` is resolved (also how served results go back). */
-  async sendTo(
+  /**
+   * {@link send} of a msg without files to `key`, no turn open: queued
+   * synchronously; one callback waits for its commit.
+   */
+  #sendPlain(key: string, text: string, options: SendOptions): Promise<Sent> {
+    let fields: OutboxDraft["fields"];
+    let queued: Queued;
+    let lifted: Promise<void>;
+    try {
+      fields = this.#msgFields(threadOf(options), text, options, NO_FILES);
+      const refused = this.#refusal(fields);
+      if (refused) throw refused;
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const th = fields.th as string;
+    try {
+      queued = this.#p.store.outboxRecords.queue(key, [{ fields }], true);
+      lifted = this.#p.sup.want(key);
+    } catch (error) {
+      return Promise.reject(new Error(`send: ${errorText(error)}`));
+    }
+    const touched = this.#p.threads.writeOurSide(key, th, {
+      subject: options.subject,
+    });
+    touched.catch(() => {}); // awaited once the enqueue is durable
+    if (queued.early) this.#p.sup.connection(key)?.writer.send(queued.entries);
+    return queued.durable.then(
+      (entries) =>
+        this.#plainDurable(key, fields, entries, queued, lifted, touched),
+      (error) => Promise.reject(new Error(`send: ${errorText(error)}`)),
+    );
+  }
+
+  /** The rest of {@link sendPlain}, once its entry is durable. */
+  async #plainDurable(
     key: string,
+    fields: OutboxDraft["fields"],
+    entries: OutboxEntry[],
+    queued: Queued,
+    lifted: Promise<void>,
+    touched: Promise<void>,
+  ): Promise<Sent> {
+    // As sendQueued and queueLines do for the other sends.
+    if (!queued.early) this.#p.sup.connection(key)?.writer.send(entries);
+    try {
+      await lifted;
+    } catch (error) {
+      throw new Error(`send: ${errorText(error)}`);
+    }
+    const entry = entries[entries.length - 1];
+    this.#p.acks.noteSent(entry.id, key);
+    return await this.#delivered(key, fields, entry, touched);
+  }
+
+  /**
+   * A durable msg's last steps: its thread record written, its thread
+   * actor and the mirror told, its peer reachable.
+   */
+  async #delivered(
+    key: string,
+    fields: OutboxDraft["fields"],
+    entry: OutboxEntry,
+    touched: Promise<void>,
+  ): Promise<Sent> {
+    await touched;
+    const th = fields.th as string;
+    const sent = { ...fields, id: entry.id, ts: entry.ts } as Msg;
+    await this.#p.threads.feed(key, th, { type: "MSG_OUT", message: sent });
+    await this.#p.ext.onLine(key, "out", { ...sent });
+    await this.#p.directory.ensureReach(key);
+    return { id: entry.id, th };
+  }
+
+  /**
+   * The fields of a msg in thread `th` (the outbox adds id and ts); throws
+   * a TypeError when there is nothing to send.
+   */
+  #msgFields(
+    th: string,
     text: string,
     options: SendOptions,
-    asked?: () => void,
-  ): Promise<Sent> {
-    const th = options.thread ?? newThreadId();
-    if (typeof th !== "string" || th === "") {
-      throw new TypeError("send: thread must be a non-empty string");
-    }
+    spooled: readonly SpooledFile[],
+  ): OutboxDraft["fields"] {
     const parts: Part[] = [];
     if (typeof text === "string" && text !== "") parts.push(textPart(text));
     if (options.parts) parts.push(...options.parts);
-    // Most sends carry no files: they make no spool list and no closure.
-    const spooled = options.files === undefined || options.files.length === 0
-      ? NO_FILES
-      : await this.#spool(options.files);
     for (const { blob, name, mime: given } of spooled) {
       const mime = given ?? mimeOf(name);
       parts.push(
@@ -295,17 +407,42 @@ export class PeerSender {
     const fields: OutboxDraft["fields"] = { t: "msg", th, parts };
     if (options.subject !== undefined) fields.subject = options.subject;
     if (options.re !== undefined) fields.re = options.re;
+    return fields;
+  }
+
+  /** Why a msg with `fields` cannot be queued (schema, size), if so. */
+  #refusal(fields: OutboxDraft["fields"]): Error | undefined {
     const invalid = this.#invalid(fields);
-    if (invalid) {
-      await discardAll(spooled);
-      throw new TypeError(`send: invalid msg: ${invalid}`);
-    }
+    if (invalid) return new TypeError(`send: invalid msg: ${invalid}`);
     // The outbox adds id and ts: see ENVELOPE_HEADROOM_BYTES.
     if (!fitsLine(fields, MAX_LINE_BYTES - ENVELOPE_HEADROOM_BYTES)) {
-      await discardAll(spooled);
-      throw new Error(
+      return new Error(
         `send: the msg line would exceed ${MAX_LINE_BYTES} bytes; send big content as files`,
       );
+    }
+    return undefined;
+  }
+
+  /** send, once `to` is resolved (also how served results go back). */
+  async sendTo(
+    key: string,
+    text: string,
+    options: SendOptions,
+    asked?: () => void,
+  ): Promise<Sent> {
+    const th = threadOf(options);
+    // Most sends carry no files: they make no spool list and no closure.
+    const spooled = options.files === undefined || options.files.length === 0
+      ? NO_FILES
+      : await this.#spool(options.files);
+    let fields: OutboxDraft["fields"];
+    try {
+      fields = this.#msgFields(th, text, options, spooled);
+      const refused = this.#refusal(fields);
+      if (refused) throw refused;
+    } catch (error) {
+      await discardAll(spooled);
+      throw error;
     }
     const drafts: OutboxDraft[] = [];
     for (const { blob } of spooled) {
@@ -349,12 +486,12 @@ export class PeerSender {
         this.#p.blobs.outgoing(key, blob.ref, { th, name, size: blob.size });
       }
     }
-    await touched;
-    const sent = { ...fields, id, ts: entries[entries.length - 1].ts } as Msg;
-    await this.#p.threads.feed(key, th, { type: "MSG_OUT", message: sent });
-    await this.#p.ext.onLine(key, "out", { ...sent });
-    await this.#p.directory.ensureReach(key);
-    return { id, th };
+    return await this.#delivered(
+      key,
+      fields,
+      entries[entries.length - 1],
+      touched ?? Promise.resolve(),
+    );
   }
 
   /** Snapshots `files` into the spool; on a failure, drops those taken. */

@@ -21,6 +21,7 @@
  * | `["blob", pk, dir, ref]` | {@link BlobRecord} | {@link BlobRecords} (blob_records.ts) |
  * | `["req", pk, re, part]` | {@link RequestRecord} | {@link RequestJournal} (request_journal.ts) |
  * | `["identity"]` | 32-byte seed | here |
+ * | `["rxfloor"]` | a time no `rx` entry is older than | {@link ReceivedLines} |
  * | `["meta", name]` | any JSON value | here |
  * | `["pend", ...key]` | parts count of a split record not yet complete | kv/tx.ts |
  *
@@ -38,7 +39,7 @@ import { DenoKvBackend, type KvBackend } from "./kv/kv_backend.ts";
 import { type Key, keyText } from "./kv/key.ts";
 import { LAST_ID, Outbox } from "./outbox.ts";
 import { PeerRecords } from "./peer_records.ts";
-import { ReceivedLines } from "./received_lines.ts";
+import { ReceivedLines, RX_FLOOR } from "./received_lines.ts";
 import { RequestJournal } from "./request_journal.ts";
 import { requireText } from "./require_text.ts";
 import type {
@@ -215,6 +216,14 @@ export class KvStore implements Store {
         throw new TypeError("identity seed must be 32 bytes");
       }
       tx.set(["identity"], made.slice());
+      // A new store's first retention pass need not list the ids received
+      // (none is older than now), if there is none yet.
+      let anyReceived = false;
+      for await (const _ of this.#c.backend.list({ prefix: ["rx"] })) {
+        anyReceived = true;
+        break;
+      }
+      if (!anyReceived) tx.set(RX_FLOOR, Date.now());
       return made.slice();
     });
   }

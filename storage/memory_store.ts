@@ -8,6 +8,7 @@
 
 import { encodeKey, type Key, type KeyRange, type Mutation } from "./kv/key.ts";
 import type { KvBackend } from "./kv/kv_backend.ts";
+
 import { KvStore, type KvStoreOptions } from "./kv_store.ts";
 
 interface Entry {
@@ -168,7 +169,11 @@ class MemoryBackend implements KvBackend {
           this.#delete(k);
         }
       } else {
-        const entry = { key: [...key], value };
+        // A copy, as Deno KV keeps: the committer reuses its buffers.
+        const entry = {
+          key: [...key],
+          value: value instanceof Uint8Array ? value.slice() : value,
+        };
         this.#entries.set(k, entry);
         if (had) this.#replace(k, entry);
         else this.#insert(k, entry);

@@ -80,6 +80,27 @@ const REPLAY_PAGE_BYTES = 4 * 1024 * 1024;
 /** An outbox entry as stored: without `peer`, which is in the key. */
 type StoredEntry = Omit<OutboxEntry, "peer">;
 
+/**
+ * Queued calls built and committed together by one committer op: the
+ * calls of a burst share it (up to {@link GROUP_ENTRIES} entries) instead
+ * of each making its op, closures and promises.
+ */
+interface QueueBatch {
+  /** Each call's peer key text and entries, in call order. */
+  pks: string[];
+  calls: OutboxEntry[][];
+  /** Entries in it so far. */
+  size: number;
+  /** Calls in it not written early (see `Outbox.#late`). */
+  late: number;
+  /** Time of its highest id. */
+  lastTime: number;
+  /** Resolves once its commit is durable; rejects when it failed. */
+  durable: Promise<void>;
+  /** Settles after `durable`, once the outbox has noted the outcome. */
+  settled: Promise<void>;
+}
+
 /** The index entry of a stored outbox entry split into `parts`. */
 function metaOf(e: StoredEntry, parts: number): OutboxMeta {
   const meta: OutboxMeta = {
@@ -138,6 +159,8 @@ export class Outbox {
   #unsettled = new Map<string, Promise<void>>();
   /** Queued entries not early: they (and later ones) go out once durable. */
   #late = 0;
+  /** The batch later calls join, until its build starts. */
+  #batch: QueueBatch | undefined;
   /** Acked entries whose delete waits for the next commit. */
   #drops: Array<{ pk: string; meta: OutboxMeta }> = [];
   #dropTimer: ReturnType<typeof setTimeout> | undefined;
@@ -216,20 +239,74 @@ export class Outbox {
     }
     const pk = keyText(peer);
     // Indexed now, in id order; an ack of one waits for this commit.
-    const metas = entries.map((e) => metaOf(e, 0));
-    for (const meta of metas) this.#index.add(pk, meta);
+    for (const e of entries) this.#index.add(pk, metaOf(e, 0));
     const lastTime = idTime(entries[entries.length - 1].id) ?? Infinity;
     const early = mayBeEarly && this.#late === 0 && this.#durableTime >= 0 &&
       lastTime < this.#durableTime + EARLY_WRITE_MS;
+    let batch = this.#batch;
+    if (batch === undefined || batch.size >= GROUP_ENTRIES) {
+      batch = this.#batch = this.#openBatch();
+    }
+    batch.pks.push(pk);
+    batch.calls.push(entries);
+    batch.size += entries.length;
+    if (lastTime > batch.lastTime) batch.lastTime = lastTime;
+    if (!early) {
+      batch.late++;
+      this.#late++;
+    }
+    for (const e of entries) this.#unsettled.set(e.id, batch.settled);
+    return { entries, durable: batch.durable.then(() => entries), early };
+  }
+
+  /**
+   * A batch for the calls to come: one committer op builds them all, and
+   * one settling updates the outbox after its commit.
+   */
+  #openBatch(): QueueBatch {
+    const batch = {
+      pks: [],
+      calls: [],
+      size: 0,
+      late: 0,
+      lastTime: -Infinity,
+    } as unknown as QueueBatch;
+    batch.durable = this.#c.submit(false, (tx) => this.#build(tx, batch));
+    const settle = () => {
+      // Never built (the store closed): later calls open a batch of their own.
+      if (this.#batch === batch) this.#batch = undefined;
+      for (const entries of batch.calls) {
+        for (const e of entries) this.#unsettled.delete(e.id);
+      }
+      this.#late -= batch.late;
+    };
+    batch.settled = batch.durable.then(() => {
+      if (batch.lastTime > this.#durableTime) {
+        this.#durableTime = batch.lastTime;
+      }
+      settle();
+    }, () => {
+      batch.calls.forEach((entries, i) => {
+        for (const e of entries) this.#index.remove(batch.pks[i], e.id);
+      });
+      settle();
+    });
+    return batch;
+  }
+
+  /** Writes `batch`'s entries (closed to later calls now) in `tx`. */
+  async #build(tx: Tx, batch: QueueBatch): Promise<void> {
+    if (this.#batch === batch) this.#batch = undefined;
     // Acked entries waiting for a commit ride along with this one.
-    const drops = this.#takeDrops();
-    const durable = this.#c.submit(false, async (tx) => {
-      for (const d of drops) dropEntry(tx, d.pk, d.meta.id, d.meta.n);
-      let inGroup = 0;
-      let groupBytes = 0;
-      for (let i = 0; i < entries.length; i++) {
-        const { peer: _, ...stored } = entries[i];
-        const row = logRow(entries[i]);
+    for (const d of this.#takeDrops()) dropEntry(tx, d.pk, d.meta.id, d.meta.n);
+    let inGroup = 0;
+    let groupBytes = 0;
+    let lastId = "";
+    for (let c = 0; c < batch.calls.length; c++) {
+      const pk = batch.pks[c];
+      for (const entry of batch.calls[c]) {
+        const { peer: _, ...stored } = entry;
+        const row = logRow(entry);
         // The entry and its log row each hold the line: at most 3 bytes a
         // character each, plus keys and fields.
         const bytes = row.line.length * 6 + 1500;
@@ -237,34 +314,23 @@ export class Outbox {
           inGroup > 0 &&
           (inGroup >= GROUP_ENTRIES || groupBytes + bytes > GROUP_BYTES)
         ) {
-          this.#closeGroup(tx, entries[i - 1].id);
+          this.#closeGroup(tx, lastId);
           inGroup = 0;
           groupBytes = 0;
         }
         inGroup++;
         groupBytes += bytes;
-        metas[i].n = await tx.putRecord(["ob", pk, stored.id], stored, true);
+        const parts = await tx.putRecord(["ob", pk, stored.id], stored, true);
+        if (parts > 0) {
+          const meta = this.#index.get(pk, entry.id);
+          if (meta) meta.n = parts;
+        }
         // Its traffic-log row, once, with it (not again on each write).
         await this.#log?.append(tx, row, false);
+        lastId = entry.id;
       }
-      this.#closeGroup(tx, entries[entries.length - 1].id);
-      return entries;
-    });
-    if (!early) this.#late++;
-    // Settled first thing, before the caller's own continuation runs.
-    const settle = () => {
-      for (const meta of metas) this.#unsettled.delete(meta.id);
-      if (!early) this.#late--;
-    };
-    const settled = durable.then(() => {
-      if (lastTime > this.#durableTime) this.#durableTime = lastTime;
-      settle();
-    }, () => {
-      for (const meta of metas) this.#index.remove(pk, meta.id);
-      settle();
-    });
-    for (const meta of metas) this.#unsettled.set(meta.id, settled);
-    return { entries, durable, early };
+    }
+    if (inGroup > 0) this.#closeGroup(tx, lastId);
   }
 
   /**

@@ -77,6 +77,19 @@ function elideChunk(line: IncomingLine): string {
  * console.log(outcome.duplicate, await received.seen(peer));
  * ```
  */
+/**
+ * A time (ms) no exact received id (`rx` entry) is older than: retention
+ * does not list the `rx` entries while its cut-off is not past it. Written
+ * by a new store and by each retention pass that listed them.
+ *
+ * @example
+ * ```ts
+ * import { RX_FLOOR } from "./received_lines.ts";
+ * console.log(RX_FLOOR.join("/")); // rxfloor
+ * ```
+ */
+export const RX_FLOOR: Key = ["rxfloor"];
+
 export class ReceivedLines {
   #c: GroupCommitter;
   #log: TrafficLog;
@@ -298,13 +311,22 @@ export class ReceivedLines {
    * them.
    */
   async compact(tx: Tx, end: number, forgotten: Set<string>): Promise<void> {
+    // Nothing that old: no list of every id received (in a burst, that
+    // held up the commits and made its garbage survive).
+    const floor = await tx.get(RX_FLOOR);
+    if (typeof floor === "number" && end <= floor) return;
+    const listedAt = Date.now();
+    let oldestKept = Infinity;
     for await (
       const { key, value } of this.#c.backend.list({ prefix: ["rx"] })
     ) {
       const [, pk, tk, ik] = key as [string, string, string, string];
       const rx = value as number | { at: number; id: string };
       const at = typeof rx === "number" ? rx : rx.at;
-      if (!(at < end)) continue;
+      if (!(at < end)) {
+        if (at < oldestKept) oldestKept = at;
+        continue;
+      }
       const id = typeof rx === "number" ? ik : rx.id;
       tx.delete(key);
       tx.cut();
@@ -315,5 +337,8 @@ export class ReceivedLines {
       }
       tx.cut();
     }
+    // Ids received later are newer than the listing.
+    tx.set(RX_FLOOR, Math.min(oldestKept, listedAt));
+    tx.cut();
   }
 }

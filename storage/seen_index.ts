@@ -13,6 +13,7 @@
  */
 
 import type { Mutation } from "./kv/key.ts";
+import { RecordText } from "./kv/record_text.ts";
 
 /** Threads kept at most, over all peers (the least recently read peer goes first). */
 const MAX_THREADS = 16_384;
@@ -22,7 +23,7 @@ const MAX_PEER_THREADS = 4_096;
 const utf8 = new TextDecoder();
 
 /** A thread's stored `seen` record, or its bytes as a commit wrote them. */
-type Stored = { th?: string; id?: string } | Uint8Array;
+type Stored = { th?: string; id?: string } | Uint8Array | RecordText;
 
 /**
  * Per peer (its key as stored, `keyText`), per thread key: the `seen`
@@ -93,7 +94,7 @@ export class SeenIndex {
         continue;
       } else if (value === undefined) {
         records.delete(key[2] as string);
-      } else if (value instanceof Uint8Array) {
+      } else if (value instanceof Uint8Array || value instanceof RecordText) {
         records.set(key[2] as string, value);
       } else {
         this.#drop(pk); // not a stored record
@@ -126,6 +127,8 @@ function seenOf(records: Map<string, Stored>): Record<string, string> {
   for (const stored of records.values()) {
     const s = stored instanceof Uint8Array
       ? JSON.parse(utf8.decode(stored)) as { th?: string; id?: string }
+      : stored instanceof RecordText
+      ? stored.decode() as { th?: string; id?: string }
       : stored;
     if (s.th !== undefined && s.id !== undefined) out[s.th] = s.id;
   }

@@ -8,6 +8,7 @@
 
 import { encodeKey, type Key, type Mutation } from "./key.ts";
 import type { KeyedMutation } from "./tx.ts";
+import { RecordText } from "./record_text.ts";
 
 // Under Deno KV's limits, with margin for the estimates.
 const MAX_MUTATIONS = 990;
@@ -35,6 +36,7 @@ function utf8Bound(text: string): number {
 function valueBytes(value: unknown): number {
   if (value === undefined) return 0;
   if (value instanceof Uint8Array) return value.byteLength + 16;
+  if (value instanceof RecordText) return value.bytes + 16;
   if (typeof value === "string") return value.length * 2 + 16;
   if (typeof value !== "object" || value === null) return 16;
   // Index values: a few short fields.

@@ -13,6 +13,7 @@
  */
 
 import { encodeKey, type Key, type Mutation } from "./key.ts";
+import { RecordText } from "./record_text.ts";
 
 /** A mutation whose encoded key may already be known (see `Tx`). */
 type MaybeEncoded = Mutation & { encoded?: string };
@@ -24,7 +25,11 @@ const MAX_BYTES = 4 * 1024 * 1024;
 
 function cost(encoded: string, value: unknown): number {
   return encoded.length * 2 + 48 +
-    (value instanceof Uint8Array ? value.byteLength : 16);
+    (value instanceof Uint8Array
+      ? value.byteLength
+      : value instanceof RecordText
+      ? value.bytes
+      : 16);
 }
 
 /**

@@ -21,6 +21,7 @@ import { CommittedCache } from "./committed_cache.ts";
 import type { KvBackend } from "./kv_backend.ts";
 import { encodeKey, type Key, type Mutation } from "./key.ts";
 import { collectRecords, readRecord } from "./split_record.ts";
+import { RecordEncoder, RecordText } from "./record_text.ts";
 import { Tx } from "./tx.ts";
 
 interface Op {
@@ -65,6 +66,8 @@ export class GroupCommitter {
   #observers: Array<(mutations: Mutation[], ok: boolean) => void> = [];
   /** Wakes the drain waiting on a commit in flight: a call arrived. */
   #wake: (() => void) | undefined;
+  /** Encodes each commit's record texts (see `RecordText`). */
+  #records = new RecordEncoder();
 
   /**
    * The writer of `backend` (which it closes on {@link close}); keeps in
@@ -174,7 +177,7 @@ export class GroupCommitter {
         const mutations = [...current.mutations.values()];
         this.#cache?.begin();
         try {
-          await this.backend.commit(mutations);
+          await this.#commit(mutations);
         } catch (error) {
           failure = error;
           this.#cache?.failed(mutations);
@@ -287,6 +290,26 @@ export class GroupCommitter {
     this.#prefetched.clear();
     this.#draining = false;
     if (this.#closing && !this.#closed) this.#close();
+  }
+
+  /**
+   * Commits `mutations` with each record's text as its UTF-8 bytes, all in
+   * one buffer reused by the next commit: until now they were text (see
+   * `RecordText`); the mutations themselves keep the text.
+   */
+  async #commit(mutations: Mutation[]): Promise<void> {
+    const out = this.#records.take(mutations);
+    try {
+      await this.backend.commit(
+        mutations.map((m) =>
+          m.value instanceof RecordText
+            ? { key: m.key, value: out.encode(m.value) }
+            : m
+        ),
+      );
+    } finally {
+      this.#records.give(out);
+    }
   }
 
   /** Reads the keys the batch will need concurrently, not one by one. */

@@ -26,7 +26,11 @@ export interface KvBackend {
    * Read lazily: a consumer that stops early has not read the rest.
    */
   list(range: KeyRange): AsyncIterable<{ key: Key; value: unknown }>;
-  /** Applies all mutations atomically, or throws. */
+  /**
+   * Applies all mutations atomically, or throws. A `Uint8Array` value may
+   * be a view of a buffer the caller reuses once this settled: a backend
+   * that keeps values keeps a copy.
+   */
   commit(mutations: Mutation[]): Promise<void>;
   /** Releases the store; nothing may be called after. */
   close(): void;

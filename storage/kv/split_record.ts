@@ -14,6 +14,7 @@
 
 import type { KvBackend } from "./kv_backend.ts";
 import type { Key, KeyRange } from "./key.ts";
+import { RecordText } from "./record_text.ts";
 
 /** Largest record part stored in one value (KV values are ≤ 64 KiB). */
 export const PART_BYTES = 60_000;
@@ -53,6 +54,8 @@ export async function assembleRecord(
   get: (key: Key) => Promise<unknown>,
 ): Promise<unknown> {
   if (head instanceof Uint8Array) return decodeRecord(head);
+  // Not committed yet (a transaction's or the overlay's): still text.
+  if (head instanceof RecordText) return head.decode();
   if (typeof head !== "number") return undefined;
   const parts: Uint8Array[] = [];
   for (let k = 0; k < head; k++) {

@@ -8,6 +8,7 @@
  */
 
 import { assembleRecord, PART_BYTES } from "./split_record.ts";
+import { RecordText, utf8Length } from "./record_text.ts";
 import type { CommittedCache } from "./committed_cache.ts";
 import type { KvBackend } from "./kv_backend.ts";
 import { encodeKey, type Key, type Mutation } from "./key.ts";
@@ -137,11 +138,14 @@ export class Tx {
    */
   async putRecord(key: Key, value: unknown, fresh = false): Promise<number> {
     const previous = fresh ? undefined : await this.get(key);
-    const bytes = utf8.encode(JSON.stringify(value));
+    const text = JSON.stringify(value);
+    const length = utf8Length(text);
     let n = 0;
-    if (bytes.byteLength <= PART_BYTES) {
-      this.set(key, bytes);
+    if (length <= PART_BYTES) {
+      // Kept as text until its commit encodes it (see RecordText).
+      this.set(key, new RecordText(text, length));
     } else {
+      const bytes = utf8.encode(text);
       n = Math.ceil(bytes.byteLength / PART_BYTES);
       const pend: Key = ["pend", ...key];
       const open = this.#open;
