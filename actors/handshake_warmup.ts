@@ -200,7 +200,6 @@ function walkSupervisorChart(): void {
     at: Date.now(),
     windowMs: 5_000,
   });
-  actor.send({ type: "DEACTIVATED" });
   actor.stop();
 }
 

@@ -12,9 +12,9 @@
 
 import type { ConnectionContext } from "./connection_machine.ts";
 
-/** What the liveness region asks the connection, in milliseconds. */
+/** What the chart's liveness states ask the connection, in milliseconds. */
 export interface LivenessHost {
-  /** The liveness region begins a wait (for quiet, or for a pong). */
+  /** A liveness state begins a wait (for quiet, or for a pong). */
   startWait(): void;
   /** Since a line was last received (pongs included). */
   quietFor(): number;

@@ -251,8 +251,13 @@ export class Supervisor {
 
   /** Counts: connections, active peers, listeners, failures survived. */
   get counts(): SupervisorCounts {
-    const { active, listeners, failures } = this.actor.getSnapshot().context;
-    return { connections: this.#connections.size, active, listeners, failures };
+    const { listeners, failures } = this.actor.getSnapshot().context;
+    return {
+      connections: this.#connections.size,
+      active: this.#active.size,
+      listeners,
+      failures,
+    };
   }
 
   /** The lifecycle state: running, stopping or stopped. */
@@ -770,7 +775,6 @@ export class Supervisor {
     this.#emit({ type: "closed", peer, remoteAddr, reason });
     if (!peer || this.#active.get(peer)?.conn !== conn) return;
     this.#active.delete(peer);
-    this.#send({ type: "DEACTIVATED" });
     this.#emit({ type: "disconnected", peer, reason });
     const dialer = this.#dialers.get(peer);
     if (!dialer || this.#stopping) return;

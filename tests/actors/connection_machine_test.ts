@@ -43,8 +43,8 @@ const AFTER_EVENTS = [
   "xstate.after.handshakeTimeout.connection.handshake",
   "xstate.after.resumeTimeout.connection.resume",
   "xstate.after.byeTimeout.connection.closing",
-  "xstate.after.pingDue.connection.open.liveness.idle",
-  "xstate.after.pingInterval.connection.open.liveness.pinging",
+  "xstate.after.pingDue.connection.open.idle",
+  "xstate.after.pingInterval.connection.open.pinging",
 ].map((type) => ({ type }) as unknown as ConnectionEvent);
 
 /** Our key and another valid one (a key of 32 zero bytes is canonical). */
@@ -126,7 +126,7 @@ const SENDS = new Set([
   "sendErr",
 ]);
 
-/** "xstate.after.d.connection.open.liveness.idle" → { open: { liveness: "idle" } }. */
+/** "xstate.after.d.connection.open.idle" → { open: "idle" }. */
 function afterStateValue(type: string): unknown {
   const path = type.split(".").slice(4);
   let value: unknown = path.pop();
@@ -332,9 +332,9 @@ for (const pingInterval of [TIMEOUTS.pingInterval, 0]) {
       // With pinging off the ping timers are unreachable, and vice versa.
       .filter((d) =>
         pingInterval > 0
-          ? !d.includes("liveness.off") &&
-            !d.includes("-> connection.open.liveness.off")
-          : !d.includes("liveness.idle") && !d.includes("liveness.pinging")
+          ? !d.includes("open.off") &&
+            !d.includes("-> connection.open.off")
+          : !d.includes("open.idle") && !d.includes("open.pinging")
       )
       // Without a host nothing is ever received: walked in the tests below.
       .filter((d) => !d.endsWith(" heardWhileWaiting"));

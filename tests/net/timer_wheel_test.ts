@@ -27,15 +27,17 @@ Deno.test("wheel timers fire in deadline order, never early; cleared ones never"
   assert.equal(wheel.size, 0);
 });
 
-Deno.test("clearing the last wheel timer leaves no real timer behind (the test sanitizer checks)", () => {
+Deno.test("clearing the last wheel timer leaves no real timer holding the process (the test sanitizer checks)", () => {
   const wheel = new TimerWheel();
   const handles = Array.from(
     { length: 1000 },
     (_, i) => wheel.setTimeout(() => assert.fail("fired"), 30_000 + i),
   );
   assert.equal(wheel.size, 1000);
+  assert.equal(wheel.holding, true);
   for (const h of handles) wheel.clearTimeout(h);
   assert.equal(wheel.size, 0);
+  assert.equal(wheel.holding, false);
 });
 
 Deno.test("a deadline re-armed many times in one tick keeps one bucket and fires once", async () => {
@@ -99,7 +101,7 @@ Deno.test("a deadline past MAX_SLEEP_MS fires after the wheel's wakes, not early
   assert.equal(wheel.size, 0);
 });
 
-Deno.test("a deadline cancelled and the next set in one turn keep the real timer", async () => {
+Deno.test("a connection's deadlines, and the next connection's, share one real timer", async () => {
   const wheel = new TimerWheel();
   const real = { set: globalThis.setTimeout, clear: globalThis.clearTimeout };
   let armed = 0;
@@ -113,19 +115,51 @@ Deno.test("a deadline cancelled and the next set in one turn keep the real timer
     real.clear(id);
   }) as typeof clearTimeout;
   try {
-    // A connection's chart: handshake, then resume, then ping.
-    let h = wheel.setTimeout(() => assert.fail("fired"), 20_000);
-    wheel.clearTimeout(h);
-    h = wheel.setTimeout(() => assert.fail("fired"), 10_000);
-    wheel.clearTimeout(h);
-    h = wheel.setTimeout(() => assert.fail("fired"), 36_000);
-    await Promise.resolve();
+    for (let connection = 0; connection < 3; connection++) {
+      // A connection's chart: handshake, then resume, then ping, closed.
+      let h = wheel.setTimeout(() => assert.fail("fired"), 20_000);
+      assert.equal(wheel.holding, true);
+      wheel.clearTimeout(h);
+      h = wheel.setTimeout(() => assert.fail("fired"), 10_000);
+      wheel.clearTimeout(h);
+      h = wheel.setTimeout(() => assert.fail("fired"), 36_000);
+      await Promise.resolve();
+      wheel.clearTimeout(h);
+      await Promise.resolve();
+      // Empty: the timer stays armed for the next one, but holds nothing.
+      assert.equal(wheel.holding, false, "empty: the process may exit");
+    }
     assert.deepEqual([armed, cleared], [1, 0]);
-    wheel.clearTimeout(h);
-    await Promise.resolve();
-    assert.deepEqual([armed, cleared], [1, 1], "empty at the end of the turn");
   } finally {
     globalThis.setTimeout = real.set;
     globalThis.clearTimeout = real.clear;
   }
+});
+
+Deno.test("an emptied wheel's timer fires once more and is not re-armed", async () => {
+  const wheel = new TimerWheel();
+  const real = globalThis.setTimeout;
+  let armed = 0;
+  globalThis.setTimeout = ((fn: () => void, ms?: number) => {
+    armed++;
+    return real(fn, ms);
+  }) as typeof setTimeout;
+  try {
+    wheel.clearTimeout(wheel.setTimeout(() => assert.fail("fired"), 20_000));
+    assert.equal(armed, 1);
+  } finally {
+    globalThis.setTimeout = real;
+  }
+  // Its wake comes within MAX_SLEEP_MS; a deadline set after it arms anew.
+  await new Promise((done) => real(done, MAX_SLEEP_MS + 200));
+  assert.equal(wheel.holding, false);
+  let fired = false;
+  await new Promise<void>((done) =>
+    wheel.setTimeout(() => {
+      fired = true;
+      done();
+    }, WHEEL_MIN_MS)
+  );
+  assert.equal(fired, true);
+  assert.equal(wheel.holding, false);
 });
