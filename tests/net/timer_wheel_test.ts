@@ -5,6 +5,28 @@ import {
   WHEEL_MIN_MS,
 } from "../../net/timer_wheel.ts";
 
+/**
+ * Counts the real timers armed and cleared through the globals until
+ * `restore` is called (the wheel arms its one real timer with them).
+ */
+function countRealTimers() {
+  const real = { set: globalThis.setTimeout, clear: globalThis.clearTimeout };
+  const counts = { armed: 0, cleared: 0 };
+  globalThis.setTimeout = ((fn: () => void, ms?: number) => {
+    counts.armed++;
+    return real.set(fn, ms);
+  }) as typeof setTimeout;
+  globalThis.clearTimeout = ((id?: number) => {
+    counts.cleared++;
+    real.clear(id);
+  }) as typeof clearTimeout;
+  const restore = () => {
+    globalThis.setTimeout = real.set;
+    globalThis.clearTimeout = real.clear;
+  };
+  return { counts, real, restore };
+}
+
 Deno.test("wheel timers fire in deadline order, never early; cleared ones never", async () => {
   const wheel = new TimerWheel();
   const start = performance.now();
@@ -72,22 +94,17 @@ Deno.test("short delays use a real timer of their own, and clear like one", asyn
 
 Deno.test("deadlines set and cleared while the wheel holds one arm no new real timer", () => {
   const wheel = new TimerWheel();
-  const real = globalThis.setTimeout;
-  let armed = 0;
-  globalThis.setTimeout = ((fn: () => void, ms?: number) => {
-    armed++;
-    return real(fn, ms);
-  }) as typeof setTimeout;
+  const { counts, restore } = countRealTimers();
   try {
     const kept = wheel.setTimeout(() => assert.fail("fired"), 30_000);
     // A handshake's deadlines: handshake, resume, ping, the close's drain.
     for (const ms of [20_000, 10_000, 36_000, MAX_SLEEP_MS]) {
       wheel.clearTimeout(wheel.setTimeout(() => assert.fail("fired"), ms));
     }
-    assert.equal(armed, 1);
+    assert.equal(counts.armed, 1);
     wheel.clearTimeout(kept);
   } finally {
-    globalThis.setTimeout = real;
+    restore();
   }
 });
 
@@ -103,17 +120,7 @@ Deno.test("a deadline past MAX_SLEEP_MS fires after the wheel's wakes, not early
 
 Deno.test("a connection's deadlines, and the next connection's, share one real timer", async () => {
   const wheel = new TimerWheel();
-  const real = { set: globalThis.setTimeout, clear: globalThis.clearTimeout };
-  let armed = 0;
-  let cleared = 0;
-  globalThis.setTimeout = ((fn: () => void, ms?: number) => {
-    armed++;
-    return real.set(fn, ms);
-  }) as typeof setTimeout;
-  globalThis.clearTimeout = ((id?: number) => {
-    cleared++;
-    real.clear(id);
-  }) as typeof clearTimeout;
+  const { counts, restore } = countRealTimers();
   try {
     for (let connection = 0; connection < 3; connection++) {
       // A connection's chart: handshake, then resume, then ping, closed.
@@ -129,29 +136,23 @@ Deno.test("a connection's deadlines, and the next connection's, share one real t
       // Empty: the timer stays armed for the next one, but holds nothing.
       assert.equal(wheel.holding, false, "empty: the process may exit");
     }
-    assert.deepEqual([armed, cleared], [1, 0]);
+    assert.deepEqual([counts.armed, counts.cleared], [1, 0]);
   } finally {
-    globalThis.setTimeout = real.set;
-    globalThis.clearTimeout = real.clear;
+    restore();
   }
 });
 
 Deno.test("an emptied wheel's timer fires once more and is not re-armed", async () => {
   const wheel = new TimerWheel();
-  const real = globalThis.setTimeout;
-  let armed = 0;
-  globalThis.setTimeout = ((fn: () => void, ms?: number) => {
-    armed++;
-    return real(fn, ms);
-  }) as typeof setTimeout;
+  const { counts, real, restore } = countRealTimers();
   try {
     wheel.clearTimeout(wheel.setTimeout(() => assert.fail("fired"), 20_000));
-    assert.equal(armed, 1);
+    assert.equal(counts.armed, 1);
   } finally {
-    globalThis.setTimeout = real;
+    restore();
   }
   // Its wake comes within MAX_SLEEP_MS; a deadline set after it arms anew.
-  await new Promise((done) => real(done, MAX_SLEEP_MS + 200));
+  await new Promise((done) => real.set(done, MAX_SLEEP_MS + 200));
   assert.equal(wheel.holding, false);
   let fired = false;
   await new Promise<void>((done) =>
