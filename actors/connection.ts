@@ -720,6 +720,9 @@ export class Connection {
         // The chart may ask for a pause (their auth being verified).
         if (this.#paused) await this.#paused.promise;
       }
+      // Nothing staged, held or over the bound (a ping, an ack): reading
+      // goes on without the two awaits below (an idle listener's pings).
+      if (this.#committer.readOnNow()) return;
       void this.#committer.commit();
       // Reading goes on while commits run, up to a bound.
       await this.#committer.roomToRead(() => this.#done);
