@@ -59,6 +59,7 @@ import { LineReader } from "../wire/line_reader.ts";
 import { connectionClock, pingTimeouts } from "./connection_timing.ts";
 import { ActorGroups, type ChartFailureHost } from "./actor_groups.ts";
 import { type Frame, readFrame } from "../wire/read_frame.ts";
+import { plainPongLine, readPlainPing } from "../wire/ping_line.ts";
 import { verify } from "../wire/keys.ts";
 import { authTranscript } from "../wire/transcript.ts";
 import { decodeBase64, encodeBase64Url } from "../wire/base64.ts";
@@ -298,13 +299,7 @@ export class Connection {
       this.#c.#takeAck(frame);
     }
     answerPing(frame: Frame) {
-      const c = this.#c;
-      c.#send({
-        t: "pong",
-        id: c.#o.store.nextId(),
-        ts: timestamp(),
-        re: frame.message.id,
-      });
+      this.#c.#answerPing(frame.message.id);
     }
     notePong(frame: Frame) {
       this.#c.#notePong(frame);
@@ -514,6 +509,19 @@ export class Connection {
     return this.#outbox.writeLine(message);
   }
 
+  /** Answers the ping `re`: a pong built without the generic encoder. */
+  #answerPing(re: string): void {
+    const pong = {
+      t: "pong",
+      id: this.#o.store.nextId(),
+      ts: timestamp(),
+      re,
+    };
+    const line = plainPongLine(pong.id, pong.ts, re);
+    if (line) this.#outbox.writeEncoded(pong, line.text, line.bytes);
+    else this.#send(pong);
+  }
+
   #sendHello(): void {
     const frame = encodeLine(ownHello(this.#o, this.#o.store.nextId()));
     // The transcript covers the exact bytes, without the newline.
@@ -656,6 +664,21 @@ export class Connection {
           );
           break;
         }
+        // A ping in the shape dialers send, while the session is up: read
+        // and answered without the generic path (the idle listener's work).
+        const ping = this.#sessionRoutes?.get("ping") === "answerPing"
+          ? readPlainPing(ev.bytes)
+          : undefined;
+        if (ping) {
+          this.#o.onLine?.(
+            this.remote?.key,
+            "in",
+            ping.raw,
+            ping.message as unknown as Record<string, unknown>,
+          );
+          this.#answerPing(ping.message.id);
+          continue;
+        }
         const read = readFrame(ev.bytes);
         if (!read.ok) {
           this.#o.onLine?.(this.remote?.key, "in", lossy.decode(ev.bytes));
@@ -697,6 +720,9 @@ export class Connection {
         // The chart may ask for a pause (their auth being verified).
         if (this.#paused) await this.#paused.promise;
       }
+      // Nothing staged, held or over the bound (a ping, an ack): reading
+      // goes on without the two awaits below (an idle listener's pings).
+      if (this.#committer.readOnNow()) return;
       void this.#committer.commit();
       // Reading goes on while commits run, up to a bound.
       await this.#committer.roomToRead(() => this.#done);

@@ -178,6 +178,16 @@ export class OutboxWriter {
     return this.#queue(line.bytes, line.text, message, logged);
   }
 
+  /**
+   * Writes one line already encoded (`text` without the newline, `bytes`
+   * with it), e.g. a pong built without the generic encoder; returns the
+   * bytes queued (0 when nothing was sent).
+   */
+  writeEncoded(message: WireLine, text: string, bytes: Uint8Array): number {
+    if (this.#host.stopped() || this.#t.closed) return 0;
+    return this.#queue(bytes, text, message, false);
+  }
+
   /** Queues an encoded line; `written` runs once the socket is done with it. */
   #queue(
     frame: Uint8Array,

@@ -157,6 +157,16 @@ export class ReceiveCommitter {
   }
 
   /**
+   * True when nothing was staged since the last {@link commit}, no chunk
+   * holds reading, and the bytes in flight are under the bound: then
+   * `commit()` would start nothing and {@link roomToRead} would not wait.
+   */
+  readOnNow(): boolean {
+    return this.#staged.length === 0 && this.#hold === undefined &&
+      this.#hasRoom;
+  }
+
+  /**
    * Resolves once reading may go on: a chunk's hold settled, and the bytes
    * in flight are under the bound (or `stopped`).
    */

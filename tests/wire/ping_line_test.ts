@@ -1,0 +1,93 @@
+/**
+ * The plain ping reader accepts only what the generic path (readFrame)
+ * accepts as a valid ping, with the same fields; the plain pong is the
+ * generic encoder's bytes.
+ */
+import assert from "node:assert/strict";
+import { plainPongLine, readPlainPing } from "../../wire/ping_line.ts";
+import { readFrame } from "../../wire/read_frame.ts";
+import { encodeTextLine } from "../../wire/frame.ts";
+
+const enc = new TextEncoder();
+const ping = (id: string, ts: string) =>
+  `{"t":"ping","id":"${id}","ts":"${ts}"}`;
+
+const LINES = [
+  ping("01J0000000000000000000000A", "2026-12-07T19:00:00.000Z"),
+  ping("x", "2026-12-07T19:00:00Z"),
+  ping("x", "2026-12-07T19:00:00.1234567Z"),
+  ping("x", "2024-02-29T00:00:00.000Z"),
+  ping("x", "2023-02-29T00:00:00.000Z"), // not a leap year
+  ping("x", "2026-04-31T00:00:00.000Z"),
+  ping("x", "2026-13-01T00:00:00.000Z"),
+  ping("x", "2026-12-07T24:00:00.000Z"),
+  ping("x", "2026-12-07T23:60:00.000Z"),
+  ping("x", "2016-12-31T23:59:60Z"), // a leap second: valid
+  ping("x", "2026-12-07T23:59:60Z"),
+  ping("x", "2026-12-07T19:00:00.Z"),
+  ping("x", "2026-12-07T19:00:00.000z"),
+  ping("x", "2026-12-07t19:00:00.000Z"),
+  ping("x", "2026-12-07T19:00:00.000+01:00"),
+  ping("x", "2026-12-07 19:00:00Z"),
+  ping("x", "2026-12-07T19:00:00.00aZ"),
+  ping("x", "2026-12-07"),
+  ping("x", ""),
+  ping("", "2026-12-07T19:00:00.000Z"),
+  ping('a\\"b', "2026-12-07T19:00:00.000Z"),
+  ping("a\\u0041", "2026-12-07T19:00:00.000Z"),
+  ping("é", "2026-12-07T19:00:00.000Z"),
+  '{"t":"ping","id":"x","ts":"2026-12-07T19:00:00.000Z","n":1}',
+  '{"t":"ping","ts":"2026-12-07T19:00:00.000Z","id":"x"}',
+  '{"t":"ping","id":"x","ts":"2026-12-07T19:00:00.000Z"} ',
+  '{"t":"ping","id":"x","ts":"2026-12-07T19:00:00.000Z"',
+  '{"t":"ping","id":"x"}',
+  '{"t":"pong","id":"x","ts":"2026-12-07T19:00:00.000Z"}',
+];
+
+Deno.test("a plain ping is read as the generic path reads it, or left to it", () => {
+  let plain = 0;
+  for (const line of LINES) {
+    const bytes = enc.encode(line);
+    const fast = readPlainPing(bytes);
+    if (fast === undefined) continue;
+    plain++;
+    const slow = readFrame(bytes);
+    assert.ok(slow.ok, line);
+    assert.equal(slow.frame.invalid, undefined, line);
+    assert.deepEqual(fast.message, slow.frame.message, line);
+    assert.equal(fast.raw, slow.frame.raw, line);
+  }
+  // Ten are valid pings of the plain shape: the usual UTC form read on the
+  // bytes, the rest (leap seconds, a lower-case t or z, a space, an offset)
+  // by the schema's own check.
+  assert.equal(plain, 10);
+});
+
+Deno.test("every valid ping of the plain shape takes the plain path", () => {
+  for (const line of LINES) {
+    const bytes = enc.encode(line);
+    const slow = readFrame(bytes);
+    const plainShape =
+      /^\{"t":"ping","id":"[ !#-[\]-~]+","ts":"\d{4}-\d\d-\d\dT\d\d:\d\d:[0-5]\d(\.\d+)?Z"\}$/
+        .test(line);
+    if (slow.ok && slow.frame.invalid === undefined && plainShape) {
+      assert.ok(readPlainPing(bytes), line);
+    }
+  }
+});
+
+Deno.test("a plain pong is the generic encoder's bytes", () => {
+  const fields = {
+    id: "01J0000000000000000000000B",
+    ts: "2026-12-07T19:00:00.000Z",
+    re: "01J0000000000000000000000A",
+  };
+  const pong = plainPongLine(fields.id, fields.ts, fields.re);
+  const generic = encodeTextLine({ t: "pong", ...fields });
+  assert.ok(pong);
+  assert.equal(pong.text, generic.text);
+  assert.deepEqual(pong.bytes, generic.bytes);
+  assert.equal(plainPongLine(fields.id, fields.ts, 'a"b'), undefined);
+  assert.equal(plainPongLine(fields.id, fields.ts, "a\\b"), undefined);
+  assert.equal(plainPongLine(fields.id, fields.ts, "é"), undefined);
+});
