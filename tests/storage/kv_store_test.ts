@@ -142,6 +142,8 @@ Deno.test("openStore: without --unstable-kv it says so in one line", async () =>
 class GatedBackend implements KvBackend {
   commits: number[] = [];
   reads = 0;
+  /** Reads started and not yet answered. */
+  readsInFlight = 0;
   #kv: Deno.Kv;
   #gate: Promise<void> = Promise.resolve();
   #entered: (() => void) | undefined;
@@ -160,14 +162,24 @@ class GatedBackend implements KvBackend {
 
   async get(key: Key): Promise<unknown> {
     this.reads++;
-    const e = await this.#kv.get(key as Deno.KvKey);
-    return e.versionstamp === null ? undefined : e.value;
+    this.readsInFlight++;
+    try {
+      const e = await this.#kv.get(key as Deno.KvKey);
+      return e.versionstamp === null ? undefined : e.value;
+    } finally {
+      this.readsInFlight--;
+    }
   }
 
   async *list(range: KeyRange): AsyncIterable<{ key: Key; value: unknown }> {
     this.reads++;
-    for await (const e of this.#kv.list(range as Deno.KvListSelector)) {
-      yield { key: e.key as Key, value: e.value };
+    this.readsInFlight++;
+    try {
+      for await (const e of this.#kv.list(range as Deno.KvListSelector)) {
+        yield { key: e.key as Key, value: e.value };
+      }
+    } finally {
+      this.readsInFlight--;
     }
   }
 
@@ -284,7 +296,13 @@ Deno.test("KvStore: calls arriving during a commit share the next one", async ()
         at: 1,
       }]),
     ]);
-    await new Promise((r) => setTimeout(r, 20));
+    // Until every call's read-ahead is answered and built: a read can take
+    // longer than any fixed pause on a busy machine, and a call whose read
+    // comes after the release rightly goes into a later commit.
+    for (let quietTurns = 0; quietTurns < 3;) {
+      await new Promise((r) => setTimeout(r, 10));
+      quietTurns = backend.readsInFlight === 0 ? quietTurns + 1 : 0;
+    }
     assert.equal(firstDone, false, "resolved before its commit was durable");
     release();
     await first;
