@@ -664,29 +664,21 @@ export class Connection {
           );
           break;
         }
-        // A ping in the shape dialers send, while the session is up: read
-        // and answered without the generic path (the idle listener's work).
-        const ping = this.#sessionRoutes?.get("ping") === "answerPing"
+        // A ping in the shape dialers send, while the session is up, is read
+        // without the JSON parser and the schema (the idle listener's work).
+        let frame = this.#sessionRoutes?.get("ping") === "answerPing"
           ? readPlainPing(ev.bytes)
           : undefined;
-        if (ping) {
-          this.#o.onLine?.(
-            this.remote?.key,
-            "in",
-            ping.raw,
-            ping.message as unknown as Record<string, unknown>,
-          );
-          this.#answerPing(ping.message.id);
-          continue;
+        if (frame === undefined) {
+          const read = readFrame(ev.bytes);
+          if (!read.ok) {
+            this.#o.onLine?.(this.remote?.key, "in", lossy.decode(ev.bytes));
+            await this.#committer.commit();
+            this.#fail("bad_frame", read.detail);
+            break;
+          }
+          frame = read.frame;
         }
-        const read = readFrame(ev.bytes);
-        if (!read.ok) {
-          this.#o.onLine?.(this.remote?.key, "in", lossy.decode(ev.bytes));
-          await this.#committer.commit();
-          this.#fail("bad_frame", read.detail);
-          break;
-        }
-        const frame = read.frame;
         this.#o.onLine?.(
           this.remote?.key,
           "in",

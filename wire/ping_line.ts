@@ -12,6 +12,7 @@
  */
 
 import { isDateTime } from "./schema_formats.ts";
+import type { Frame } from "./read_frame.ts";
 import type { Ping } from "./types.ts";
 
 const PING_HEAD = bytesOf('{"t":"ping","id":"');
@@ -26,8 +27,9 @@ function bytesOf(text: string): Uint8Array {
 
 /**
  * A ping line (bytes without the newline) in the plain shape, schema-valid
- * (`id` non-empty, `ts` an RFC 3339 date-time), with its text; else
- * undefined (the generic path then reads it, and refuses it if it must).
+ * (`id` non-empty, `ts` an RFC 3339 date-time), as the {@link Frame} that
+ * `readFrame` would make of it; else undefined (the generic path then reads
+ * it, and refuses it if it must).
  *
  * @example
  * ```ts
@@ -38,9 +40,7 @@ function bytesOf(text: string): Uint8Array {
  * console.log(readPlainPing(new TextEncoder().encode('{"t":"ping","id":""}'))); // undefined
  * ```
  */
-export function readPlainPing(
-  bytes: Uint8Array,
-): { message: Ping; raw: string } | undefined {
+export function readPlainPing(bytes: Uint8Array): Frame | undefined {
   const n = bytes.length;
   if (n < PING_HEAD.length + PING_MID.length + 4) return undefined;
   for (let i = 0; i < PING_HEAD.length; i++) {
@@ -61,14 +61,12 @@ export function readPlainPing(
   if (!plainDateTime(bytes, tsStart, tsEnd)) return undefined;
   // One string for the line; its fields are slices of it.
   const raw = String.fromCharCode.apply(null, bytes as unknown as number[]);
-  return {
-    message: {
-      t: "ping",
-      id: raw.slice(idStart, idEnd),
-      ts: raw.slice(tsStart, tsEnd),
-    },
-    raw,
+  const message: Ping = {
+    t: "ping",
+    id: raw.slice(idStart, idEnd),
+    ts: raw.slice(tsStart, tsEnd),
   };
+  return { message, raw, size: n };
 }
 
 /**

@@ -56,6 +56,7 @@ Deno.test("a plain ping is read as the generic path reads it, or left to it", ()
     assert.equal(slow.frame.invalid, undefined, line);
     assert.deepEqual(fast.message, slow.frame.message, line);
     assert.equal(fast.raw, slow.frame.raw, line);
+    assert.equal(fast.size, slow.frame.size, line);
   }
   // Ten are valid pings of the plain shape: the usual UTC form read on the
   // bytes, the rest (leap seconds, a lower-case t or z, a space, an offset)
