@@ -58,9 +58,9 @@ Deno.test("a plain ping is read as the generic path reads it, or left to it", ()
     assert.equal(fast.raw, slow.frame.raw, line);
     assert.equal(fast.size, slow.frame.size, line);
   }
-  // Ten are valid pings of the plain shape: the usual UTC form read on the
-  // bytes, the rest (leap seconds, a lower-case t or z, a space, an offset)
-  // by the schema's own check.
+  // Ten are valid pings of the plain shape: the usual UTC form and the rest
+  // the schema's date-time check accepts (leap seconds, a lower-case t or z,
+  // a space, an offset).
   assert.equal(plain, 10);
 });
 
