@@ -189,7 +189,7 @@ export class BlobSink {
   #next = 0;
   #status: BlobStatus = "active";
   #sha256?: string;
-  // Set by the async factories.
+  // Set by the async factories (node:crypto loads on first use).
   #hash!: Sha256;
   #updated = Date.now();
   #refusalReported = false;
