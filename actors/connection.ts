@@ -33,6 +33,7 @@ import {
   connectionMachine,
   type SendErrParams,
   stateName,
+  VERIFIES_AUTH,
 } from "./connection_machine.ts";
 import type { Transport, TransportHandlers } from "../net/transport.ts";
 import { type RemoteHello, remoteHelloOf } from "./remote_hello.ts";
@@ -204,8 +205,6 @@ export class Connection {
   #host: ConnectionHost & TransportHandlers;
   /** While the session is up: lines the host routes itself (the chart's table). */
   #sessionRoutes: ReadonlyMap<string, SessionRoute> | undefined;
-  /** Reading waits while the chart verifies their auth. */
-  #paused: ReturnType<typeof deferred<void>> | undefined;
   /** Our auth on its way out: their auth waits for it (see #onData). */
   #authOut: ReturnType<typeof deferred<void>> | undefined;
   /** Until settled (an open connection keeps no resolvers). */
@@ -260,31 +259,8 @@ export class Connection {
     acceptHello(frame: Frame) {
       this.#c.#acceptHello(frame);
     }
-    verifyAuth(frame: Frame) {
-      const c = this.#c;
-      c.#verifyAuth(frame).then(
-        (verdict) => {
-          if (verdict.ok) return c.#event({ type: "AUTH_OK" });
-          const { ok: _, ...refusal } = verdict;
-          c.#event({ ...refusal, type: "AUTH_REFUSED" });
-        },
-        (error) =>
-          c.#event({
-            type: "AUTH_REFUSED",
-            code: "internal",
-            detail: `storage failed: ${errorText(error)}`,
-          }),
-      );
-    }
     sessionRoutes(routes: ReadonlyMap<string, SessionRoute> | undefined) {
       this.#c.#sessionRoutes = routes;
-    }
-    pauseReading() {
-      this.#c.#paused ??= deferred<void>();
-    }
-    resumeReading() {
-      this.#c.#paused?.resolve();
-      this.#c.#paused = undefined;
     }
     noteSeen(frame: Frame) {
       this.#c.#theirSeen = (frame.message as Resume).seen;
@@ -616,7 +592,6 @@ export class Connection {
   async #shutdown(reason: string): Promise<void> {
     if (this.#done) return;
     this.#done = true;
-    this.#paused?.resolve();
     this.#authOut?.resolve();
     // Let an err or bye just queued reach the peer, but not forever (the
     // wheel's timer: 10,000 closing connections make no real timers).
@@ -708,9 +683,17 @@ export class Connection {
           this.#authOut = undefined;
           if (this.#done) break;
         }
+        // Their auth where the chart takes it: verified first, then only
+        // the verdict is a chart step; no line is read meanwhile (their
+        // resume may follow at once and must wait for it).
+        if (
+          frame.message.t === "auth" &&
+          this.actor.getSnapshot().hasTag(VERIFIES_AUTH)
+        ) {
+          this.#event(await this.#authVerdict(frame));
+          continue;
+        }
         this.#event({ type: "FRAME", frame });
-        // The chart may ask for a pause (their auth being verified).
-        if (this.#paused) await this.#paused.promise;
       }
       // Nothing staged, held or over the bound (a ping, an ack): reading
       // goes on without the two awaits below (an idle listener's pings).
@@ -731,6 +714,24 @@ export class Connection {
     // text encodes back to them.
     this.#peerHello = encoder.encode(frame.raw);
     this.#peer = remoteHelloOf(m);
+  }
+
+  /** The chart's event for their auth: its verdict, a failure `internal`. */
+  async #authVerdict(
+    frame: Frame,
+  ): Promise<{ type: "AUTH_OK" } | ({ type: "AUTH_REFUSED" } & SendErrParams)> {
+    try {
+      const verdict = await this.#verifyAuth(frame);
+      if (verdict.ok) return { type: "AUTH_OK" };
+      const { ok: _, ...refusal } = verdict;
+      return { ...refusal, type: "AUTH_REFUSED" };
+    } catch (error) {
+      return {
+        type: "AUTH_REFUSED",
+        code: "internal",
+        detail: `storage failed: ${errorText(error)}`,
+      };
+    }
   }
 
   /** Their auth: signature, then schema, then admission (SPEC 7, NOTES 8). */

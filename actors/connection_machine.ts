@@ -18,12 +18,14 @@
  *
  * Every received line arrives as a `FRAME` event (parsed and checked once,
  * wire/read_frame.ts) and the chart routes it by its guards
- * (frame_routes.ts): the hello checks, auth, resume, the traffic of an open
- * session, what is still taken while closing. Verifying their auth is the
- * `verifying` state: its entry asks the host to verify (`verifyAuth`), which
- * answers with `AUTH_OK` or `AUTH_REFUSED`; reading pauses meanwhile. (An
- * event, not an invoked promise actor: a child actor per handshake cost more
- * than the rest of the step.)
+ * (frame_routes.ts): the hello checks, resume, the traffic of an open
+ * session, what is still taken while closing. Their auth is the one line
+ * the host verifies before the chart hears of it: in a state tagged
+ * `verifiesAuth` (`handshake.auth`) the host verifies it (reading waits
+ * meanwhile) and tells the chart the verdict, `AUTH_OK` or `AUTH_REFUSED`:
+ * one step per auth, not a `FRAME` step into a `verifying` state and a
+ * verdict step out of it (each step of this chart allocates 10-25 KiB,
+ * measured; an invoked promise actor per handshake cost more still).
  *
  * The machine does no I/O: every side effect is a named action calling the
  * `host` of its input (actors/connection.ts), one machine shared by every
@@ -89,9 +91,15 @@ export type ConnectionEvent =
   | { type: "FRAME"; frame: Frame }
   /** Their hello is valid; send our auth. */
   | { type: "HELLO_OK" }
-  /** Their auth verified and they are admitted; send our resume. */
+  /**
+   * Their auth, read in a state tagged {@link VERIFIES_AUTH}, verified and
+   * they are admitted; send our resume.
+   */
   | { type: "AUTH_OK" }
-  /** Their auth failed to verify or they are refused: send this err, close. */
+  /**
+   * Their auth failed to verify or they are refused (a failure while
+   * verifying is `internal`): send this err, close.
+   */
   | ({ type: "AUTH_REFUSED" } & SendErrParams)
   /** Their resume arrived; replay and open. */
   | { type: "RESUME" }
@@ -117,19 +125,6 @@ export type ConnectionEvent =
 export interface ConnectionHost extends LivenessHost {
   /** Their hello passed every check: remember it (before `sendAuth`). */
   acceptHello(frame: Frame): void;
-  /**
-   * Verify their auth (signature, then schema) and admit them, then tell
-   * the chart: `AUTH_OK`, or `AUTH_REFUSED` with the err to send (a
-   * failure while verifying is `internal`). Asked on entering `verifying`.
-   */
-  verifyAuth(frame: Frame): void;
-  /**
-   * Stop handing lines to the chart until {@link resumeReading}: their
-   * resume may follow their auth at once, and must wait for the verdict.
-   */
-  pauseReading(): void;
-  /** Hand lines to the chart again. */
-  resumeReading(): void;
   /**
    * While the session is up: the routes the host applies itself to
    * schema-valid lines (see `SESSION_ROUTES`); undefined: every line is a
@@ -203,11 +198,8 @@ export interface SendErrParams {
 /** The named actions of {@link connectionMachine}, with their parameters. */
 export type ConnectionAction =
   | { type: "acceptHello"; params: unknown }
-  | { type: "verifyAuth"; params: unknown }
-  | { type: "pauseReading"; params: unknown }
   | { type: "takeSessionRoutes"; params: unknown }
   | { type: "dropSessionRoutes"; params: unknown }
-  | { type: "resumeReading"; params: unknown }
   | { type: "noteSeen"; params: unknown }
   | { type: "stage"; params: unknown }
   | { type: "takeAck"; params: unknown }
@@ -254,6 +246,7 @@ export type ConnectionGuard =
   | { type: "committed"; params: unknown }
   | { type: "controlLine"; params: unknown }
   | { type: "pingEnabled"; params: unknown }
+  | { type: "resumePinging"; params: unknown }
   | { type: "twoMissed"; params: unknown }
   | { type: "heardWhileWaiting"; params: unknown }
   | { type: "closingCode"; params: unknown }
@@ -269,11 +262,28 @@ export type ConnectionDelay =
 
 /** Every snapshot value {@link connectionMachine} can be in. */
 export type ConnectionStateValue =
-  | { handshake: "hello" | { auth: "waiting" | "verifying" } }
+  | { handshake: "hello" | "auth" }
   | "resume"
-  | { open: "start" | "off" | "idle" | "pinging" }
+  | { open: "off" | "idle" | "pinging" }
   | "closing"
   | "closed";
+
+/**
+ * The tag of the states where the host verifies their auth line (signature,
+ * schema, admission) and sends the chart only the verdict, `AUTH_OK` or
+ * `AUTH_REFUSED`.
+ *
+ * @example
+ * ```ts
+ * import { createActor } from "npm:xstate@^5.33.3";
+ * import { connectionMachine, VERIFIES_AUTH } from "./connection_machine.ts";
+ * const actor = createActor(connectionMachine, { input: {} }).start();
+ * actor.send({ type: "HELLO_OK" });
+ * console.log(actor.getSnapshot().hasTag(VERIFIES_AUTH)); // true
+ * actor.stop();
+ * ```
+ */
+export const VERIFIES_AUTH = "verifiesAuth";
 
 /**
  * The type of {@link connectionMachine}, spelled out so the published API
@@ -320,14 +330,9 @@ export const connectionMachine: ConnectionMachine = setup({
   actions: {
     acceptHello: ({ context, event }) =>
       context.host?.acceptHello(frameOf(event)),
-    /** Their auth: the host verifies it and answers with an event. */
-    verifyAuth: ({ context, event }) =>
-      context.host?.verifyAuth(frameOf(event)),
-    pauseReading: ({ context }) => context.host?.pauseReading(),
     takeSessionRoutes: ({ context }) =>
       context.host?.sessionRoutes(SESSION_ROUTES),
     dropSessionRoutes: ({ context }) => context.host?.sessionRoutes(undefined),
-    resumeReading: ({ context }) => context.host?.resumeReading(),
     noteSeen: ({ context, event }) => context.host?.noteSeen(frameOf(event)),
     stage: ({ context, event }) => context.host?.stage(frameOf(event)),
     takeAck: ({ context, event }) => context.host?.takeAck(frameOf(event)),
@@ -398,6 +403,10 @@ export const connectionMachine: ConnectionMachine = setup({
   guards: {
     ...frameGuards,
     pingEnabled: ({ context }) => context.timeouts.pingInterval > 0,
+    /** Their resume, on a connection that pings (open starts idle). */
+    resumePinging: ({ context, event }) =>
+      event.type === "FRAME" && event.frame.message.t === "resume" &&
+      context.timeouts.pingInterval > 0,
     twoMissed: ({ context }) => context.missed >= 2,
     heardWhileWaiting,
     closingCode: ({ event }) =>
@@ -573,28 +582,19 @@ export const connectionMachine: ConnectionMachine = setup({
             ],
           },
         },
+        // Their auth is verified by the host before the chart hears it
+        // (VERIFIES_AUTH); no line is read meanwhile (their resume may
+        // follow at once). Only the verdict comes here.
         auth: {
-          initial: "waiting",
+          tags: [VERIFIES_AUTH],
           on: {
             AUTH_OK: { target: "#connection.resume", actions: "sendResume" },
-          },
-          states: {
-            waiting: {
-              on: { FRAME: { guard: "isAuth", target: "verifying" } },
-            },
-            // No line is read meanwhile (their resume may follow at once).
-            verifying: {
-              entry: ["pauseReading", "verifyAuth"],
-              exit: "resumeReading",
-              on: {
-                AUTH_REFUSED: {
-                  actions: {
-                    type: "failFrame",
-                    params: ({ event }) => {
-                      const { type: _, ...refusal } = event;
-                      return refusal;
-                    },
-                  },
+            AUTH_REFUSED: {
+              actions: {
+                type: "failFrame",
+                params: ({ event }) => {
+                  const { type: _, ...refusal } = event;
+                  return refusal;
                 },
               },
             },
@@ -614,13 +614,23 @@ export const connectionMachine: ConnectionMachine = setup({
           },
         },
       },
+      // Straight into open's liveness state: idle when it pings, else off
+      // (an eventless choice inside open cost every handshake a microstep).
       on: {
-        RESUME: { target: "open", actions: "replay" },
+        RESUME: [
+          { guard: "pingEnabled", target: "open.idle", actions: "replay" },
+          { target: "open.off", actions: "replay" },
+        ],
         FRAME: [
           ...SCHEMA,
           {
+            guard: "resumePinging",
+            target: "open.idle",
+            actions: ["noteSeen", "replay"],
+          },
+          {
             guard: "isResume",
-            target: "open",
+            target: "open.off",
             actions: ["noteSeen", "replay"],
           },
           ...TRAFFIC,
@@ -629,8 +639,10 @@ export const connectionMachine: ConnectionMachine = setup({
         PEER_BYE: { target: "closed", actions: ["replyBye", "notePeerBye"] },
       },
     },
+    // Entered only from resume, which targets idle or off itself; `off`
+    // as the default is the safe one (never a ping at interval 0).
     open: {
-      initial: "start",
+      initial: "off",
       entry: ["opened", "takeSessionRoutes"],
       exit: "dropSessionRoutes",
       on: {
@@ -639,9 +651,6 @@ export const connectionMachine: ConnectionMachine = setup({
         PEER_BYE: { target: "closed", actions: ["replyBye", "notePeerBye"] },
       },
       states: {
-        start: {
-          always: [{ guard: "pingEnabled", target: "idle" }, "off"],
-        },
         off: {},
         idle: {
           entry: "startWait",

@@ -58,7 +58,9 @@ import { QuietHolds } from "./quiet_holds.ts";
 import { readPeerSoon, rememberPeer } from "./remember_peer.ts";
 import { wantedInStore } from "./wanted_in_store.ts";
 import {
+  activatesWithoutStep,
   type ActorInspection,
+  type Authenticated,
   type SupervisorCounts,
   type SupervisorEvent,
   type SupervisorHost,
@@ -702,7 +704,7 @@ export class Supervisor {
     // it after `connected` then costs no KV read).
     if (conn.dialed) readPeerSoon(this.#o.store, peer);
     const dialedBy = (c: Connection) => c.dialed ? this.key : peer;
-    this.actor.send({
+    const event: Authenticated<Connection> = {
       type: "AUTHENTICATED",
       peer,
       conn: { conn, dialedBy: dialedBy(conn) },
@@ -710,7 +712,14 @@ export class Supervisor {
         { conn: old.conn, dialedBy: dialedBy(old.conn), since: old.since },
       at: Date.now(),
       windowMs: this.#o.simultaneousWindowMs ?? 5_000,
-    });
+    };
+    // Uncontended (the common case): the chart's answer is `activate`
+    // alone, taken without a step; any other case is the chart's step.
+    if (activatesWithoutStep(this.actor.getSnapshot(), event)) {
+      this.#host.activate(peer, conn, event.at);
+    } else {
+      this.actor.send(event);
+    }
   }
 
   /** What the chart's AUTHENTICATED actions do. */

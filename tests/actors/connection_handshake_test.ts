@@ -128,3 +128,55 @@ Deno.test("handshake: their auth waits until ours is out (ours signs slowly)", a
     dialerStore.close();
   }
 });
+
+Deno.test("handshake: their resume, arriving while their auth is verified and admitted, waits for the verdict", async () => {
+  const [dialer, acceptor] = await Promise.all([
+    Signer.generate(),
+    Signer.generate(),
+  ]);
+  const store = new MemoryStore();
+  const dialerStore = new MemoryStore();
+  const { listener, client, server } = await transportPair("tcp:127.0.0.1:0");
+  let admitted = false;
+  let resumeOutBeforeVerdict = false;
+  const accepted = new Connection({
+    transport: server,
+    dialed: false,
+    signer: acceptor,
+    store,
+    // A slow admission: the dialer has verified ours and sent its resume
+    // long before this answers.
+    admit: async () => {
+      await new Promise((r) => setTimeout(r, 100));
+      admitted = true;
+      return undefined;
+    },
+  });
+  const dialed = new Connection({
+    transport: client,
+    dialed: true,
+    signer: dialer,
+    store: dialerStore,
+    onLine: (_key, dir, raw) => {
+      if (dir === "out" && raw.includes('"t":"resume"') && !admitted) {
+        resumeOutBeforeVerdict = true;
+      }
+    },
+  });
+  accepted.start();
+  dialed.start();
+  try {
+    await Promise.all([accepted.established, dialed.established]);
+    assert.equal(resumeOutBeforeVerdict, true, "their resume came early");
+    assert.equal(accepted.state, "open");
+    assert.equal(dialed.state, "open");
+  } finally {
+    accepted.close("done");
+    dialed.close("done");
+    await Promise.all([accepted.closed, dialed.closed]);
+    listener.close();
+    await listener.done;
+    store.close();
+    dialerStore.close();
+  }
+});

@@ -89,7 +89,7 @@ const FRAMES: ConnectionEvent[] = [
   frame({ t: "err", code: "unsupported" }),
 ];
 
-/** The verdicts of the auth verification (the host answers `verifying`). */
+/** The verdicts on their auth (the host verifies it in `auth`, VERIFIES_AUTH). */
 const VERDICTS: ConnectionEvent[] = [
   { type: "AUTH_REFUSED", code: "auth", detail: "refused", re: "01" },
   { type: "AUTH_REFUSED", code: "internal", detail: "storage failed: x" },
@@ -278,11 +278,9 @@ for (const pingInterval of [TIMEOUTS.pingInterval, 0]) {
         if (e.type.startsWith("xstate.after.")) {
           return snap.matches(afterStateValue(e.type) as never);
         }
-        // A refusal only exists while the verification runs.
+        // A refusal only exists where their auth is verified.
         if (e.type === "AUTH_REFUSED") {
-          return snap.matches(
-            { handshake: { auth: "verifying" } } as never,
-          );
+          return snap.matches({ handshake: "auth" } as never);
         }
         return true;
       },

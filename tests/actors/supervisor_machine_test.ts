@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { createActor } from "npm:xstate@^5.33.3";
 import {
+  activatesWithoutStep,
   type Authenticated,
   type SupervisorHost,
   supervisorMachine,
@@ -80,4 +81,39 @@ Deno.test("supervisor chart: while stopping, an authenticated connection is refu
   actor.send({ type: "STOP" });
   actor.send(authenticated("c1", "A"));
   assert.deepEqual(calls, ["refuse c1"]);
+});
+
+Deno.test("supervisor chart: activatesWithoutStep agrees with the chart in every state", () => {
+  const other = { conn: "c0", dialedBy: "B", since: 1_000 };
+  const cases: Array<[string, Authenticated<unknown>]> = [
+    ["alone", authenticated("c1", "A")],
+    ["replacing", authenticated("c1", "A", other)],
+    [
+      "simultaneous",
+      authenticated("c1", "B", { ...other, dialedBy: "A", since: 9_000 }),
+    ],
+  ];
+  const toState: Record<string, Array<{ type: "STOP" | "STOPPED" }>> = {
+    running: [],
+    stopping: [{ type: "STOP" }],
+    stopped: [{ type: "STOP" }, { type: "STOPPED" }],
+  };
+  let shortcuts = 0;
+  for (const [state, path] of Object.entries(toState)) {
+    for (const [name, event] of cases) {
+      const { actor, calls } = chart();
+      for (const e of path) actor.send(e);
+      assert.equal(String(actor.getSnapshot().value), state);
+      const without = activatesWithoutStep(actor.getSnapshot(), event);
+      actor.send(event);
+      // The shortcut is taken exactly when the chart's answer is a lone activate.
+      assert.equal(
+        without,
+        calls.length === 1 && calls[0] === "activate P c1",
+        `${state}, ${name}: ${calls.join(", ")}`,
+      );
+      if (without) shortcuts++;
+    }
+  }
+  assert.equal(shortcuts, 1); // running, alone
 });
