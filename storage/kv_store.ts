@@ -13,9 +13,9 @@
  * | key | value | module |
  * |-----|-------|--------|
  * | `["ob", pk, id]`, `["id", "last"]` | outbox entry; highest id | {@link Outbox} (outbox.ts) |
- * | `["rx", pk, tk, ik]`, `["seen", pk, tk]` | dedup, resume watermark | {@link ReceivedLines} (received_lines.ts) |
+ * | `["rx", pk, tk, ik]`, `["seen", pk, tk]` | dedup and log index of a received line, resume watermark | {@link ReceivedLines} (received_lines.ts) |
  * | `["thr", pk, tk]` | {@link ThreadRecord} | {@link ThreadRecords} (thread_records.ts) |
- * | `["log", seq]`, `["logt", pk, tk, seq]`, `["seq", …]` | traffic log | {@link TrafficLog} (traffic_log.ts) |
+ * | `["log", seq]`, `["logt", pk, tk, seq]`, `["seq", …]` | traffic log (received lines: a page per group) | {@link TrafficLog} (traffic_log.ts) |
  * | `["peer", pk]` | {@link PeerRecord} | {@link PeerRecords} (peer_records.ts) |
  * | `["grant", kind, hash]`, `["revoked", hash]` | grants, revocations | {@link GrantRecords} (grant_records.ts) |
  * | `["blob", pk, dir, ref]` | {@link BlobRecord} | {@link BlobRecords} (blob_records.ts) |

@@ -4,15 +4,24 @@
  *
  * | key | value |
  * |-----|-------|
- * | `["log", seq]` | {@link LogEntry} (a split record when long) |
- * | `["logt", pk, tk, seq]` | `1`: index by thread (a line with a `th`) |
+ * | `["log", seq]` | a {@link LogEntry}, or a {@link LogPage} keyed by its last entry's seq (split records when long) |
+ * | `["logt", pk, tk, seq]` | `1`: index by thread of a single entry with a `th` |
+ * | `["rx", pk, tk, ik]` | `{ seq, log }` (see `ReceivedLines`): index by thread of a page's entry |
  * | `["seq", "log"]` | highest log seq committed |
  * | `["seq", "logbytes"]` | bytes of line text the log holds now |
+ *
+ * Received content lines are logged a page per atomic group (one row for
+ * up to 150 lines): each line's own row is its dedup row `rx`, which also
+ * indexes it by thread, so a line costs one row, not three (its record, a
+ * `logt` and an `rx`). Lines sent, and those logged by {@link TrafficLog.log},
+ * stay one entry per row with a `logt` row; stores written before pages
+ * hold only those, and are read as they are.
  *
  * It keeps at most `maxLogEntries` (default 100,000) and `maxLogBytes` of
  * line text (default 256 MiB; over it, the oldest go until 90% is left):
  * every `min(1000, maxLogEntries / 10)` appends a trim deletes the oldest
- * entries with their parts and `logt` keys, so it never holds more than the
+ * entries with their parts and `logt` keys (a page losing only some of its
+ * entries is written again with the rest), so it never holds more than the
  * bound plus one trim interval. Retention ({@link TrafficLog.expire}) also
  * drops entries older than a time, from the oldest on. A query by peer
  * alone scans the log (rare: views read by thread).
@@ -25,7 +34,82 @@ import { type Key, keyText, threadKey } from "./kv/key.ts";
 import { type ListedRecord, listRecords } from "./kv/split_record.ts";
 import type { Tx } from "./kv/tx.ts";
 import { requireText } from "./require_text.ts";
-import type { LogEntry, LogQuery } from "./store.ts";
+import type { Direction, LogEntry, LogQuery } from "./store.ts";
+
+/**
+ * Received lines logged together (one atomic group of one `receive`): one
+ * log row, keyed by the seq of its last entry. All share the peer, the
+ * direction and the time.
+ *
+ * @example
+ * ```ts
+ * import { type LogPage, pageEntries } from "./traffic_log.ts";
+ * const page: LogPage = {
+ *   peer: "ed25519:x", dir: "in", at: 1,
+ *   entries: [{ seq: 7, t: "msg", id: "01", th: "t", line: "{}" }],
+ * };
+ * console.log(pageEntries(page)[0].seq); // 7
+ * ```
+ */
+export interface LogPage {
+  /** The remote peer's key. */
+  peer: string;
+  /** Whether the lines were received or sent. */
+  dir: Direction;
+  /** ms since the epoch. */
+  at: number;
+  /** The lines, in seq order. */
+  entries: Array<Omit<LogEntry, "peer" | "dir" | "at">>;
+}
+
+/**
+ * The entries of a log row: a {@link LogEntry}, or each of a
+ * {@link LogPage}'s.
+ *
+ * @example
+ * ```ts
+ * import { pageEntries } from "./traffic_log.ts";
+ * const entry = { seq: 1, peer: "p", dir: "out" as const, t: "bye", line: "{}", at: 1 };
+ * console.log(pageEntries(entry).length); // 1
+ * ```
+ */
+export function pageEntries(row: LogEntry | LogPage): LogEntry[] {
+  if (!("entries" in row)) return [row];
+  return row.entries.map((e) => {
+    const entry: LogEntry = {
+      seq: e.seq,
+      peer: row.peer,
+      dir: row.dir,
+      t: e.t,
+      line: e.line,
+      at: row.at,
+    };
+    if (e.id !== undefined) entry.id = e.id;
+    if (e.th !== undefined) entry.th = e.th;
+    return entry;
+  });
+}
+
+/**
+ * Where a page's entry is logged, as its `rx` row says: its seq and the
+ * key seq of its page; undefined for an `rx` row written before pages.
+ *
+ * @example
+ * ```ts
+ * import { pagedAt } from "./traffic_log.ts";
+ * console.log(pagedAt({ at: 1, seq: 4, log: 6 })); // { seq: 4, log: 6 }
+ * console.log(pagedAt(1)); // undefined
+ * ```
+ */
+export function pagedAt(
+  rx: unknown,
+): { seq: number; log: number } | undefined {
+  if (typeof rx !== "object" || rx === null) return undefined;
+  const { seq, log } = rx as { seq?: unknown; log?: unknown };
+  return typeof seq === "number" && typeof log === "number"
+    ? { seq, log }
+    : undefined;
+}
 
 /**
  * Default bound of the traffic log, in bytes of line text (256 MiB).
@@ -189,16 +273,11 @@ export class TrafficLog {
   }
 
   /**
-   * Appends one entry in `tx`; resolves with its seq. Seqs are taken in
-   * commit order, so they increase with the log. With `counters` false the
-   * caller writes the log's counters ({@link writeCounters}) once for
-   * several entries, in the same atomic group.
+   * Takes the next seq for `entry` and counts its text; the caller writes
+   * it ({@link append}, {@link appendPage}) in the same build. Seqs are
+   * taken in commit order, so they increase with the log.
    */
-  async append(
-    tx: Tx,
-    entry: Omit<LogEntry, "seq">,
-    counters = true,
-  ): Promise<number> {
+  reserve(entry: Omit<LogEntry, "seq">): LogEntry {
     this.#logBytes += entry.line.length;
     const overBytes = this.#logBytes > this.#maxLogBytes;
     if (++this.#sinceTrim >= this.#trimEvery || overBytes) {
@@ -206,11 +285,10 @@ export class TrafficLog {
       // Queued behind this op; a store closing meanwhile just skips it.
       this.trim().catch(() => {});
     }
-    const seq = ++this.#seq;
     // Written field by field, not `{ seq, ...entry }`: a spread after a
     // field copies through a slow path into a bigger object, once per line.
     const record: LogEntry = {
-      seq,
+      seq: ++this.#seq,
       peer: entry.peer,
       dir: entry.dir,
       t: entry.t,
@@ -219,6 +297,21 @@ export class TrafficLog {
     };
     if (entry.id !== undefined) record.id = entry.id;
     if (entry.th !== undefined) record.th = entry.th;
+    return record;
+  }
+
+  /**
+   * Appends one entry in `tx`; resolves with its seq. With `counters`
+   * false the caller writes the log's counters ({@link writeCounters}) once
+   * for several entries, in the same atomic group.
+   */
+  async append(
+    tx: Tx,
+    entry: Omit<LogEntry, "seq">,
+    counters = true,
+  ): Promise<number> {
+    const record = this.reserve(entry);
+    const seq = record.seq;
     await tx.putRecord(["log", seq], record, true);
     // No index by peer alone: one row fewer per line (read scans instead).
     if (entry.th !== undefined) {
@@ -226,6 +319,34 @@ export class TrafficLog {
     }
     if (counters) this.writeCounters(tx);
     return seq;
+  }
+
+  /**
+   * Writes `entries` ({@link reserve}d in order, one peer, direction and
+   * time) as one {@link LogPage} in `tx`, without a thread index: the
+   * caller's `rx` rows are it ({@link pagedAt}). Resolves with the page's
+   * key seq (its last entry's).
+   */
+  async appendPage(tx: Tx, entries: LogEntry[]): Promise<number> {
+    const first = entries[0];
+    const page: LogPage = {
+      peer: first.peer,
+      dir: first.dir,
+      at: first.at,
+      entries: entries.map((e) => {
+        const row: LogPage["entries"][number] = {
+          seq: e.seq,
+          t: e.t,
+          line: e.line,
+        };
+        if (e.id !== undefined) row.id = e.id;
+        if (e.th !== undefined) row.th = e.th;
+        return row;
+      }),
+    };
+    const key = entries[entries.length - 1].seq;
+    await tx.putRecord(["log", key], page, true);
+    return key;
   }
 
   /** Writes the highest seq and the bytes of text, as of now, in `tx`. */
@@ -249,12 +370,15 @@ export class TrafficLog {
       if (cutoff < 1 && !overBytes) return;
       // Over the byte bound: down to 90% of it, so trims stay rare.
       const byteTarget = overBytes ? this.#maxLogBytes * 0.9 : Infinity;
-      const end = overBytes ? this.#seq + 1 : cutoff + 1;
-      const range = { start: ["log", 0], end: ["log", end] };
+      // To the end: a page keyed past the cut-off may hold entries before it.
+      const range = { start: ["log", 0], end: ["log", END_SEQ] };
       for await (const listed of listRecords(this.#c.backend, range, 2)) {
-        const e = listed.value as LogEntry;
-        if (e.seq > cutoff && this.#logBytes <= byteTarget) break;
-        await this.#drop(tx, listed);
+        const kept = await this.#dropWhile(
+          tx,
+          listed,
+          (e) => !(e.seq > cutoff && this.#logBytes <= byteTarget),
+        );
+        if (kept) break;
       }
     });
   }
@@ -263,23 +387,51 @@ export class TrafficLog {
   async expire(tx: Tx, olderThan: number): Promise<void> {
     const range = { prefix: ["log"] };
     for await (const listed of listRecords(this.#c.backend, range, 2)) {
-      if (!((listed.value as LogEntry).at < olderThan)) break;
-      await this.#drop(tx, listed);
+      if (await this.#dropWhile(tx, listed, (e) => e.at < olderThan)) break;
     }
   }
 
-  /** Deletes one log entry, its parts and its index keys. */
-  async #drop(tx: Tx, { key, value, parts }: ListedRecord): Promise<void> {
-    const e = value as LogEntry;
-    if (e.seq <= this.#droppedThrough) return; // a trim before has it
-    this.#droppedThrough = e.seq;
-    await tx.deleteRecord(key, parts);
-    this.#logBytes = Math.max(0, this.#logBytes - e.line.length);
-    tx.set(LOG_BYTES, this.#logBytes);
-    if (e.th !== undefined) {
-      tx.delete(["logt", keyText(e.peer), threadKey(e.th), e.seq]);
+  /**
+   * Deletes a log row's entries from its first on while `drop` says so,
+   * with their parts and index keys; a page keeping some is written again
+   * with those. True when it kept one (the caller stops there).
+   */
+  async #dropWhile(
+    tx: Tx,
+    { key, value, parts }: ListedRecord,
+    drop: (entry: LogEntry) => boolean,
+  ): Promise<boolean> {
+    const row = value as LogEntry | LogPage;
+    const entries = pageEntries(row);
+    let dropped = 0;
+    let fresh = 0;
+    let kept = false;
+    for (const e of entries) {
+      if (!drop(e)) {
+        kept = true;
+        break;
+      }
+      dropped++;
+      if (e.seq <= this.#droppedThrough) continue; // a trim before has it
+      fresh++;
+      this.#droppedThrough = e.seq;
+      this.#logBytes = Math.max(0, this.#logBytes - e.line.length);
+      if (e.th !== undefined && !("entries" in row)) {
+        tx.delete(["logt", keyText(e.peer), threadKey(e.th), e.seq]);
+      }
     }
+    if (fresh === 0) return kept;
+    if (dropped === entries.length) await tx.deleteRecord(key, parts);
+    else {
+      const page = row as LogPage;
+      await tx.putRecord(key, {
+        ...page,
+        entries: page.entries.slice(dropped),
+      });
+    }
+    tx.set(LOG_BYTES, this.#logBytes);
     tx.cut();
+    return kept;
   }
 
   /** Log entries in `seq` order, filtered by `query`. */
@@ -291,17 +443,37 @@ export class TrafficLog {
     const out: LogEntry[] = [];
     if (limit <= 0 || start > END_SEQ) return out;
     if (query.peer !== undefined && query.th !== undefined) {
-      const base: Key = ["logt", keyText(query.peer), threadKey(query.th)];
+      const pk = keyText(query.peer);
+      const tk = threadKey(query.th);
+      // Seq → key seq of the row holding it: single entries by `logt`,
+      // pages' entries by their `rx` rows.
+      const rows = new Map<number, number>();
+      const base: Key = ["logt", pk, tk];
       for await (
         const { key } of this.#c.backend.list({
           start: [...base, start],
           end: [...base, END_SEQ],
         })
       ) {
-        const entry = await this.#c.read<LogEntry>([
-          "log",
-          key[key.length - 1],
-        ]);
+        const seq = key[key.length - 1] as number;
+        rows.set(seq, seq);
+      }
+      for await (
+        const { value } of this.#c.backend.list({ prefix: ["rx", pk, tk] })
+      ) {
+        const at = pagedAt(value);
+        if (at && at.seq >= start) rows.set(at.seq, at.log);
+      }
+      let rowKey = -1;
+      let entries: LogEntry[] = [];
+      for (const seq of [...rows.keys()].sort((a, b) => a - b)) {
+        const row = rows.get(seq)!;
+        if (row !== rowKey) {
+          rowKey = row;
+          const value = await this.#c.read<LogEntry | LogPage>(["log", row]);
+          entries = value === undefined ? [] : pageEntries(value);
+        }
+        const entry = entries.find((e) => e.seq === seq);
         if (entry && entry.peer === query.peer && entry.th === query.th) {
           out.push(entry);
           if (out.length >= limit) break;
@@ -311,11 +483,13 @@ export class TrafficLog {
     }
     const range = { start: ["log", start], end: ["log", END_SEQ] };
     for await (const { value } of listRecords(this.#c.backend, range, 2)) {
-      const entry = value as LogEntry;
-      if (query.th !== undefined && entry.th !== query.th) continue;
-      if (query.peer !== undefined && entry.peer !== query.peer) continue;
-      out.push(entry);
-      if (out.length >= limit) break;
+      for (const entry of pageEntries(value as LogEntry | LogPage)) {
+        if (entry.seq < start) continue; // a page's, before `after`
+        if (query.th !== undefined && entry.th !== query.th) continue;
+        if (query.peer !== undefined && entry.peer !== query.peer) continue;
+        out.push(entry);
+        if (out.length >= limit) return out;
+      }
     }
     return out;
   }
