@@ -64,8 +64,6 @@ import type {
 import { ThreadRecords } from "./thread_records.ts";
 import {
   checkMaxLog,
-  LOG_BYTES,
-  LOG_SEQ,
   TrafficLog,
   type TrafficLogBounds,
 } from "./traffic_log.ts";
@@ -153,12 +151,9 @@ export class KvStore implements Store {
     try {
       const backend = new DenoKvBackend(kv);
       const lastId = await backend.get(LAST_ID);
-      const seq = await backend.get(LOG_SEQ);
-      const logBytes = await backend.get(LOG_BYTES);
       const store = new KvStore(backend, {
         lastId: typeof lastId === "string" ? lastId : undefined,
-        seq: typeof seq === "number" ? seq : 0,
-        logBytes: typeof logBytes === "number" ? logBytes : 0,
+        ...await TrafficLog.resume(backend),
       }, options);
       await store.#cleanStaged();
       await store.#dropLegacyIndexes();

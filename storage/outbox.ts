@@ -55,7 +55,7 @@ export const EARLY_WRITE_MS = 5_000;
 /**
  * Most entries in one atomic group of an enqueue: each writes up to three
  * keys (its record, log entry and thread index), and the group once the
- * highest id and the log's counters, under Deno KV's 1,000 mutations.
+ * highest id, under Deno KV's 1,000 mutations.
  */
 const GROUP_ENTRIES = 100;
 /** Estimated bytes of one group's entries, under Deno KV's 800 KiB commit. */
@@ -326,7 +326,7 @@ export class Outbox {
           if (meta) meta.n = parts;
         }
         // Its traffic-log row, once, with it (not again on each write).
-        await this.#log?.append(tx, row, false);
+        await this.#log?.append(tx, row);
         lastId = entry.id;
       }
     }
@@ -334,12 +334,11 @@ export class Outbox {
   }
 
   /**
-   * Ends an atomic group of entries: the highest id and the log's counters
-   * as of its last entry, written once for the group, in it.
+   * Ends an atomic group of entries: the highest id as of its last entry,
+   * written once for the group, in it.
    */
   #closeGroup(tx: Tx, lastId: string): void {
     tx.set(LAST_ID, lastId);
-    this.#log?.writeCounters(tx);
     tx.cut();
   }
 

@@ -172,9 +172,9 @@ export class ReceivedLines {
   /**
    * Writes the lines in atomic groups of several (up to
    * {@link GROUP_LINES} lines and about {@link GROUP_BYTES}): each group
-   * holds its lines' `rx` rows and their log page, and the seen markers,
-   * thread records and log counters as of its last line, written once per
-   * group rather than once per line. A group commits whole or not at all,
+   * holds its lines' `rx` rows and their log page, and the seen markers
+   * and thread records as of its last line, written once per group rather
+   * than once per line. A group commits whole or not at all,
    * so a thread's `max` never lags its `rx` rows (a line above `max` is
    * taken as new without reading its row).
    */
@@ -214,7 +214,6 @@ export class ReceivedLines {
             rxKey[3] === id ? { at, seq, log } : { at, seq, log, id },
           );
         }
-        this.#log.writeCounters(tx);
       }
       for (const tk of dirtySeen) {
         await tx.putRecord(["seen", pk, tk], seens.get(tk));

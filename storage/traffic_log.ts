@@ -7,8 +7,7 @@
  * | `["log", seq]` | a {@link LogEntry}, or a {@link LogPage} keyed by its last entry's seq (split records when long) |
  * | `["logt", pk, tk, seq]` | `1`: index by thread of a single entry with a `th` |
  * | `["rx", pk, tk, ik]` | `{ seq, log }` (see `ReceivedLines`): index by thread of a page's entry |
- * | `["seq", "log"]` | highest log seq committed |
- * | `["seq", "logbytes"]` | bytes of line text the log holds now |
+ * | `["seq", "log"]`, `["seq", "logbytes"]` | a checkpoint: the highest seq, and the bytes of line text the log held, as of then |
  *
  * Received content lines are logged a page per atomic group (one row for
  * up to 150 lines): each line's own row is its dedup row `rx`, which also
@@ -16,6 +15,10 @@
  * `logt` and an `rx`). Lines sent, and those logged by {@link TrafficLog.log},
  * stay one entry per row with a `logt` row; stores written before pages
  * hold only those, and are read as they are.
+ *
+ * Appends write no counters: the checkpoint is written by each trim (every
+ * `min(1000, maxLogEntries / 10)` appends) and each drop, and open
+ * ({@link TrafficLog.resume}) adds the entries logged after it.
  *
  * It keeps at most `maxLogEntries` (default 100,000) and `maxLogBytes` of
  * line text (default 256 MiB; over it, the oldest go until 90% is left):
@@ -30,6 +33,7 @@
  */
 
 import type { GroupCommitter } from "./kv/group_committer.ts";
+import type { KvBackend } from "./kv/kv_backend.ts";
 import { type Key, keyText, threadKey } from "./kv/key.ts";
 import { type ListedRecord, listRecords } from "./kv/split_record.ts";
 import type { Tx } from "./kv/tx.ts";
@@ -133,9 +137,9 @@ export const DEFAULT_MAX_LOG_BYTES = 256 * 1024 * 1024;
  */
 export const DEFAULT_MAX_LOG_ENTRIES = 100_000;
 
-/** Where the highest log seq committed is kept. */
+/** The log's checkpoint: the highest seq as of it. */
 export const LOG_SEQ: Key = ["seq", "log"];
-/** Where the bytes of line text the log holds are kept. */
+/** The log's checkpoint: the bytes of line text the log held then. */
 export const LOG_BYTES: Key = ["seq", "logbytes"];
 const END_SEQ = Number.MAX_SAFE_INTEGER;
 // The log is trimmed every this many appends at most (fewer for small bounds).
@@ -300,16 +304,8 @@ export class TrafficLog {
     return record;
   }
 
-  /**
-   * Appends one entry in `tx`; resolves with its seq. With `counters`
-   * false the caller writes the log's counters ({@link writeCounters}) once
-   * for several entries, in the same atomic group.
-   */
-  async append(
-    tx: Tx,
-    entry: Omit<LogEntry, "seq">,
-    counters = true,
-  ): Promise<number> {
+  /** Appends one entry in `tx`; resolves with its seq. */
+  async append(tx: Tx, entry: Omit<LogEntry, "seq">): Promise<number> {
     const record = this.reserve(entry);
     const seq = record.seq;
     await tx.putRecord(["log", seq], record, true);
@@ -317,7 +313,6 @@ export class TrafficLog {
     if (entry.th !== undefined) {
       tx.set(["logt", keyText(entry.peer), threadKey(entry.th), seq], 1);
     }
-    if (counters) this.writeCounters(tx);
     return seq;
   }
 
@@ -349,10 +344,43 @@ export class TrafficLog {
     return key;
   }
 
-  /** Writes the highest seq and the bytes of text, as of now, in `tx`. */
-  writeCounters(tx: Tx): void {
+  /**
+   * Writes the checkpoint, the highest seq and the bytes of text as of now,
+   * in `tx`: every entry up to that seq was built before, so it commits
+   * before or with it (or this fails with it).
+   */
+  #checkpoint(tx: Tx): void {
     tx.set(LOG_SEQ, this.#seq);
     tx.set(LOG_BYTES, this.#logBytes);
+  }
+
+  /**
+   * The seq and the bytes of text to resume a log at, from its checkpoint
+   * and the entries logged after it (at most a trim interval, unless it
+   * crashed before any trim).
+   *
+   * @example
+   * ```ts ignore
+   * const resume = await TrafficLog.resume(backend);
+   * const log = new TrafficLog(committer, resume, {});
+   * ```
+   */
+  static async resume(
+    backend: KvBackend,
+  ): Promise<{ seq: number; logBytes: number }> {
+    const seq = await backend.get(LOG_SEQ);
+    const bytes = await backend.get(LOG_BYTES);
+    const from = typeof seq === "number" ? seq : 0;
+    const out = { seq: from, logBytes: typeof bytes === "number" ? bytes : 0 };
+    const range = { start: ["log", from + 1], end: ["log", END_SEQ] };
+    for await (const { value } of listRecords(backend, range, 2)) {
+      for (const e of pageEntries(value as LogEntry | LogPage)) {
+        if (e.seq <= from) continue;
+        out.logBytes += e.line.length;
+        if (e.seq > out.seq) out.seq = e.seq;
+      }
+    }
+    return out;
   }
 
   /**
@@ -361,10 +389,8 @@ export class TrafficLog {
    * any still in the overlay, and nothing else writes them.
    */
   trim(): Promise<void> {
-    if (this.#maxLog === Infinity && this.#maxLogBytes === Infinity) {
-      return Promise.resolve();
-    }
     return this.#c.submit(false, async (tx) => {
+      this.#checkpoint(tx);
       const cutoff = this.#seq - this.#maxLog;
       const overBytes = this.#logBytes > this.#maxLogBytes;
       if (cutoff < 1 && !overBytes) return;
@@ -429,7 +455,7 @@ export class TrafficLog {
         entries: page.entries.slice(dropped),
       });
     }
-    tx.set(LOG_BYTES, this.#logBytes);
+    this.#checkpoint(tx);
     tx.cut();
     return kept;
   }
