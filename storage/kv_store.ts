@@ -119,7 +119,13 @@ export class KvStore implements Store {
    */
   constructor(
     backend: KvBackend,
-    resume: { lastId?: string; seq?: number; logBytes?: number } = {},
+    resume: {
+      lastId?: string;
+      seq?: number;
+      logBytes?: number;
+      /** The log's checkpoint as stored (see `TrafficLog.resume`). */
+      checkpoint?: { seq: number; logBytes: number };
+    } = {},
     options: KvStoreOptions = {},
   ) {
     // A received line reads its thread's seen and thread records: from memory.
@@ -127,6 +133,7 @@ export class KvStore implements Store {
     this.#log = new TrafficLog(this.#c, {
       seq: resume.seq ?? 0,
       logBytes: resume.logBytes ?? 0,
+      checkpoint: resume.checkpoint,
     }, options);
     this.#outbox = new Outbox(this.#c, resume.lastId, this.#log);
     this.#threads = new ThreadRecords(this.#c);

@@ -219,6 +219,8 @@ export class TrafficLog {
   #droppedThrough = 0;
   /** Bytes of line text in the log (see {@link LOG_BYTES}). */
   #logBytes: number;
+  /** The checkpoint last written (or read), as far as this process knows. */
+  #checkpointed: { seq: number; logBytes: number };
 
   /**
    * The log written through `committer`, resuming at `seq` with `logBytes`
@@ -226,7 +228,11 @@ export class TrafficLog {
    */
   constructor(
     committer: GroupCommitter,
-    resume: { seq: number; logBytes: number },
+    resume: {
+      seq: number;
+      logBytes: number;
+      checkpoint?: { seq: number; logBytes: number };
+    },
     bounds: TrafficLogBounds,
   ) {
     this.#c = committer;
@@ -239,6 +245,7 @@ export class TrafficLog {
     }
     this.#seq = resume.seq;
     this.#logBytes = resume.logBytes;
+    this.#checkpointed = resume.checkpoint ?? resume;
     this.#trimEvery = Math.max(
       1,
       Math.min(TRIM_EVERY, Math.ceil(this.#maxLog / 10)),
@@ -350,6 +357,13 @@ export class TrafficLog {
    * before or with it (or this fails with it).
    */
   #checkpoint(tx: Tx): void {
+    // Unchanged: no write (opening a store that holds nothing new writes
+    // nothing to it).
+    if (
+      this.#seq === this.#checkpointed.seq &&
+      this.#logBytes === this.#checkpointed.logBytes
+    ) return;
+    this.#checkpointed = { seq: this.#seq, logBytes: this.#logBytes };
     tx.set(LOG_SEQ, this.#seq);
     tx.set(LOG_BYTES, this.#logBytes);
   }
@@ -367,11 +381,19 @@ export class TrafficLog {
    */
   static async resume(
     backend: KvBackend,
-  ): Promise<{ seq: number; logBytes: number }> {
+  ): Promise<{
+    seq: number;
+    logBytes: number;
+    checkpoint: { seq: number; logBytes: number };
+  }> {
     const seq = await backend.get(LOG_SEQ);
     const bytes = await backend.get(LOG_BYTES);
     const from = typeof seq === "number" ? seq : 0;
-    const out = { seq: from, logBytes: typeof bytes === "number" ? bytes : 0 };
+    const checkpoint = {
+      seq: from,
+      logBytes: typeof bytes === "number" ? bytes : 0,
+    };
+    const out = { ...checkpoint, checkpoint };
     const range = { start: ["log", from + 1], end: ["log", END_SEQ] };
     for await (const { value } of listRecords(backend, range, 2)) {
       for (const e of pageEntries(value as LogEntry | LogPage)) {
