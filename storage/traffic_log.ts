@@ -5,16 +5,18 @@
  * | key | value |
  * |-----|-------|
  * | `["log", seq]` | a {@link LogEntry}, or a {@link LogPage} keyed by its last entry's seq (split records when long) |
- * | `["logt", pk, tk, seq]` | `1`: index by thread of a single entry with a `th` |
- * | `["rx", pk, tk, ik]` | `{ seq, log }` (see `ReceivedLines`): index by thread of a page's entry |
+ * | `["logt", pk, tk, seq]` | `1`: index by thread of a single entry with a `th`; `{ seqs }`: of a sent page's entries in that thread (`seq` the page's) |
+ * | `["rx", pk, tk, ik]` | `{ seq, log }` (see `ReceivedLines`): index by thread of a received page's entry |
  * | `["seq", "log"]`, `["seq", "logbytes"]` | a checkpoint: the highest seq, and the bytes of line text the log held, as of then |
  *
  * Received content lines are logged a page per atomic group (one row for
  * up to 150 lines): each line's own row is its dedup row `rx`, which also
  * indexes it by thread, so a line costs one row, not three (its record, a
- * `logt` and an `rx`). Lines sent, and those logged by {@link TrafficLog.log},
- * stay one entry per row with a `logt` row; stores written before pages
- * hold only those, and are read as they are.
+ * `logt` and an `rx`). Queued lines are logged a page per atomic group of
+ * the enqueue too, with one `logt` row per thread of the page: a line's own
+ * row is its outbox record. Lines logged by {@link TrafficLog.log} stay one
+ * entry per row with a `logt` row; stores written before pages hold only
+ * those, and are read as they are.
  *
  * Appends write no counters: the checkpoint is written by each trim (every
  * `min(1000, maxLogEntries / 10)` appends) and each drop, and open
@@ -41,9 +43,10 @@ import { requireText } from "./require_text.ts";
 import type { Direction, LogEntry, LogQuery } from "./store.ts";
 
 /**
- * Received lines logged together (one atomic group of one `receive`): one
- * log row, keyed by the seq of its last entry. All share the peer, the
- * direction and the time.
+ * Lines logged together (one atomic group of a `receive` or an enqueue):
+ * one log row, keyed by the seq of its last entry. All share the
+ * direction; an entry names its peer and time only when they differ from
+ * the page's.
  *
  * @example
  * ```ts
@@ -63,8 +66,14 @@ export interface LogPage {
   /** ms since the epoch. */
   at: number;
   /** The lines, in seq order. */
-  entries: Array<Omit<LogEntry, "peer" | "dir" | "at">>;
+  entries: PageEntry[];
 }
+
+/** A line of a {@link LogPage}: `peer` and `at` when not the page's. */
+type PageEntry = Omit<LogEntry, "peer" | "dir" | "at"> & {
+  peer?: string;
+  at?: number;
+};
 
 /**
  * The entries of a log row: a {@link LogEntry}, or each of a
@@ -82,16 +91,37 @@ export function pageEntries(row: LogEntry | LogPage): LogEntry[] {
   return row.entries.map((e) => {
     const entry: LogEntry = {
       seq: e.seq,
-      peer: row.peer,
+      peer: e.peer ?? row.peer,
       dir: row.dir,
       t: e.t,
       line: e.line,
-      at: row.at,
+      at: e.at ?? row.at,
     };
     if (e.id !== undefined) entry.id = e.id;
     if (e.th !== undefined) entry.th = e.th;
     return entry;
   });
+}
+
+/**
+ * The `logt` key prefix of each (peer, thread) among sent `entries`, with
+ * their seqs, by peer and thread as text.
+ */
+function sentThreads(
+  entries: LogEntry[],
+): Map<string, { index: Key; seqs: number[] }> {
+  const out = new Map<string, { index: Key; seqs: number[] }>();
+  for (const e of entries) {
+    if (e.th === undefined) continue;
+    const text = `${e.peer}\n${e.th}`;
+    let at = out.get(text);
+    if (!at) {
+      at = { index: ["logt", keyText(e.peer), threadKey(e.th)], seqs: [] };
+      out.set(text, at);
+    }
+    at.seqs.push(e.seq);
+  }
+  return out;
 }
 
 /**
@@ -324,10 +354,10 @@ export class TrafficLog {
   }
 
   /**
-   * Writes `entries` ({@link reserve}d in order, one peer, direction and
-   * time) as one {@link LogPage} in `tx`, without a thread index: the
-   * caller's `rx` rows are it ({@link pagedAt}). Resolves with the page's
-   * key seq (its last entry's).
+   * Writes `entries` ({@link reserve}d in order, one direction) as one
+   * {@link LogPage} in `tx`. Received ones (`in`) get no thread index: the
+   * caller's `rx` rows are it ({@link pagedAt}); sent ones a `logt` row per
+   * thread. Resolves with the page's key seq (its last entry's).
    */
   async appendPage(tx: Tx, entries: LogEntry[]): Promise<number> {
     const first = entries[0];
@@ -336,18 +366,21 @@ export class TrafficLog {
       dir: first.dir,
       at: first.at,
       entries: entries.map((e) => {
-        const row: LogPage["entries"][number] = {
-          seq: e.seq,
-          t: e.t,
-          line: e.line,
-        };
+        const row: PageEntry = { seq: e.seq, t: e.t, line: e.line };
         if (e.id !== undefined) row.id = e.id;
         if (e.th !== undefined) row.th = e.th;
+        if (e.peer !== first.peer) row.peer = e.peer;
+        if (e.at !== first.at) row.at = e.at;
         return row;
       }),
     };
     const key = entries[entries.length - 1].seq;
     await tx.putRecord(["log", key], page, true);
+    if (page.dir === "out") {
+      for (const { index, seqs } of sentThreads(entries).values()) {
+        tx.set([...index, key], { seqs });
+      }
+    }
     return key;
   }
 
@@ -477,6 +510,13 @@ export class TrafficLog {
         entries: page.entries.slice(dropped),
       });
     }
+    if ("entries" in row && row.dir === "out") {
+      // The thread index rows of threads the page no longer holds.
+      const left = sentThreads(entries.slice(dropped));
+      for (const [text, { index }] of sentThreads(entries.slice(0, dropped))) {
+        if (!left.has(text)) tx.delete([...index, key[1]]);
+      }
+    }
     this.#checkpoint(tx);
     tx.cut();
     return kept;
@@ -498,13 +538,16 @@ export class TrafficLog {
       const rows = new Map<number, number>();
       const base: Key = ["logt", pk, tk];
       for await (
-        const { key } of this.#c.backend.list({
+        const { key, value } of this.#c.backend.list({
           start: [...base, start],
           end: [...base, END_SEQ],
         })
       ) {
-        const seq = key[key.length - 1] as number;
-        rows.set(seq, seq);
+        const row = key[key.length - 1] as number;
+        const page = value as { seqs?: number[] } | number;
+        if (typeof page === "object" && Array.isArray(page.seqs)) {
+          for (const seq of page.seqs) if (seq >= start) rows.set(seq, row);
+        } else rows.set(row, row);
       }
       for await (
         const { value } of this.#c.backend.list({ prefix: ["rx", pk, tk] })

@@ -219,3 +219,39 @@ Deno.test("appends write no counters: open resumes the seq and the log's bytes f
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("queued lines are logged a page per group, with a thread index row per thread; a trim cutting into the page drops the rows of threads it no longer holds", async () => {
+  const backend = new MutationCountingBackend(await Deno.openKv(":memory:"));
+  const store = new KvStore(backend, {}, { maxLogEntries: 5 });
+  try {
+    // Thread a then b: ids a0..a3, b0..b5.
+    const drafts = Array.from({ length: 10 }, (_, i) => ({
+      fields: { t: "msg", th: i < 4 ? "a" : "b", parts: [] },
+    }));
+    const entries = await store.enqueue(PEER, drafts);
+    assert.equal(backend.byKind.get("ob"), 10);
+    assert.equal(backend.byKind.get("log"), 1, "one page");
+    assert.equal(backend.byKind.get("logt"), 2, "one row per thread");
+    const ids = (th: string) =>
+      entries.filter((e) => e.th === th).map((e) => e.id);
+    assert.deepEqual(
+      (await store.readLog({ peer: PEER, th: "b" })).map((e) => e.id),
+      ids("b"),
+    );
+    // The next append's trim keeps the last 5: thread a is gone from it.
+    await store.log([{ peer: PEER, dir: "out", t: "bye", line: "{}", at: 1 }]);
+    await store.setMeta("settle", 1);
+    assert.deepEqual(await store.readLog({ peer: PEER, th: "a" }), []);
+    assert.deepEqual(
+      (await store.readLog({ peer: PEER, th: "b" })).map((e) => e.id),
+      ids("b").slice(2),
+    );
+    const index: unknown[] = [];
+    for await (const e of backend.list({ prefix: ["logt"] })) {
+      index.push(e.key[2]);
+    }
+    assert.deepEqual(index, ["b"]);
+  } finally {
+    store.close();
+  }
+});
