@@ -553,7 +553,10 @@ export class TrafficLog {
         const { value } of this.#c.backend.list({ prefix: ["rx", pk, tk] })
       ) {
         const at = pagedAt(value);
-        if (at && at.seq >= start) rows.set(at.seq, at.log);
+        // Dedup rows outlive their log entries: no read of a trimmed page.
+        if (at && at.seq >= start && at.seq > this.#droppedThrough) {
+          rows.set(at.seq, at.log);
+        }
       }
       let rowKey = -1;
       let entries: LogEntry[] = [];
