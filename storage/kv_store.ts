@@ -13,9 +13,9 @@
  * | key | value | module |
  * |-----|-------|--------|
  * | `["ob", pk, id]`, `["id", "last"]` | outbox entry; highest id | {@link Outbox} (outbox.ts) |
- * | `["rx", pk, tk, ik]`, `["seen", pk, tk]` | dedup, resume watermark | {@link ReceivedLines} (received_lines.ts) |
+ * | `["rx", pk, tk, ik]`, `["seen", pk, tk]` | dedup and log index of a received line, resume watermark | {@link ReceivedLines} (received_lines.ts) |
  * | `["thr", pk, tk]` | {@link ThreadRecord} | {@link ThreadRecords} (thread_records.ts) |
- * | `["log", seq]`, `["logt", pk, tk, seq]`, `["seq", …]` | traffic log | {@link TrafficLog} (traffic_log.ts) |
+ * | `["log", seq]`, `["logt", pk, tk, seq]`, `["seq", …]` | traffic log (received lines: a page per group) | {@link TrafficLog} (traffic_log.ts) |
  * | `["peer", pk]` | {@link PeerRecord} | {@link PeerRecords} (peer_records.ts) |
  * | `["grant", kind, hash]`, `["revoked", hash]` | grants, revocations | {@link GrantRecords} (grant_records.ts) |
  * | `["blob", pk, dir, ref]` | {@link BlobRecord} | {@link BlobRecords} (blob_records.ts) |
@@ -64,8 +64,6 @@ import type {
 import { ThreadRecords } from "./thread_records.ts";
 import {
   checkMaxLog,
-  LOG_BYTES,
-  LOG_SEQ,
   TrafficLog,
   type TrafficLogBounds,
 } from "./traffic_log.ts";
@@ -121,7 +119,13 @@ export class KvStore implements Store {
    */
   constructor(
     backend: KvBackend,
-    resume: { lastId?: string; seq?: number; logBytes?: number } = {},
+    resume: {
+      lastId?: string;
+      seq?: number;
+      logBytes?: number;
+      /** The log's checkpoint as stored (see `TrafficLog.resume`). */
+      checkpoint?: { seq: number; logBytes: number };
+    } = {},
     options: KvStoreOptions = {},
   ) {
     // A received line reads its thread's seen and thread records: from memory.
@@ -129,6 +133,7 @@ export class KvStore implements Store {
     this.#log = new TrafficLog(this.#c, {
       seq: resume.seq ?? 0,
       logBytes: resume.logBytes ?? 0,
+      checkpoint: resume.checkpoint,
     }, options);
     this.#outbox = new Outbox(this.#c, resume.lastId, this.#log);
     this.#threads = new ThreadRecords(this.#c);
@@ -153,12 +158,9 @@ export class KvStore implements Store {
     try {
       const backend = new DenoKvBackend(kv);
       const lastId = await backend.get(LAST_ID);
-      const seq = await backend.get(LOG_SEQ);
-      const logBytes = await backend.get(LOG_BYTES);
       const store = new KvStore(backend, {
         lastId: typeof lastId === "string" ? lastId : undefined,
-        seq: typeof seq === "number" ? seq : 0,
-        logBytes: typeof logBytes === "number" ? logBytes : 0,
+        ...await TrafficLog.resume(backend),
       }, options);
       await store.#cleanStaged();
       await store.#dropLegacyIndexes();

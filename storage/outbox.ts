@@ -53,9 +53,9 @@ export const LAST_ID: Key = ["id", "last"];
 export const EARLY_WRITE_MS = 5_000;
 
 /**
- * Most entries in one atomic group of an enqueue: each writes up to three
- * keys (its record, log entry and thread index), and the group once the
- * highest id and the log's counters, under Deno KV's 1,000 mutations.
+ * Most entries in one atomic group of an enqueue: each writes its record
+ * (and its parts), and the group once its log page, a thread index row per
+ * thread and the highest id, under Deno KV's 1,000 mutations.
  */
 const GROUP_ENTRIES = 100;
 /** Estimated bytes of one group's entries, under Deno KV's 800 KiB commit. */
@@ -302,6 +302,16 @@ export class Outbox {
     let inGroup = 0;
     let groupBytes = 0;
     let lastId = "";
+    // The open group's log entries: one page, written as the group closes.
+    const logged: LogEntry[] = [];
+    const closeGroup = async () => {
+      if (logged.length > 0) await this.#log?.appendPage(tx, logged);
+      logged.length = 0;
+      tx.set(LAST_ID, lastId);
+      tx.cut();
+      inGroup = 0;
+      groupBytes = 0;
+    };
     for (let c = 0; c < batch.calls.length; c++) {
       const pk = batch.pks[c];
       for (const entry of batch.calls[c]) {
@@ -313,11 +323,7 @@ export class Outbox {
         if (
           inGroup > 0 &&
           (inGroup >= GROUP_ENTRIES || groupBytes + bytes > GROUP_BYTES)
-        ) {
-          this.#closeGroup(tx, lastId);
-          inGroup = 0;
-          groupBytes = 0;
-        }
+        ) await closeGroup();
         inGroup++;
         groupBytes += bytes;
         const parts = await tx.putRecord(["ob", pk, stored.id], stored, true);
@@ -325,22 +331,14 @@ export class Outbox {
           const meta = this.#index.get(pk, entry.id);
           if (meta) meta.n = parts;
         }
-        // Its traffic-log row, once, with it (not again on each write).
-        await this.#log?.append(tx, row, false);
+        // Its traffic-log row, once, with it (not again on each write):
+        // in its group's page.
+        if (this.#log) logged.push(this.#log.reserve(row));
         lastId = entry.id;
       }
     }
-    if (inGroup > 0) this.#closeGroup(tx, lastId);
-  }
-
-  /**
-   * Ends an atomic group of entries: the highest id and the log's counters
-   * as of its last entry, written once for the group, in it.
-   */
-  #closeGroup(tx: Tx, lastId: string): void {
-    tx.set(LAST_ID, lastId);
-    this.#log?.writeCounters(tx);
-    tx.cut();
+    // The group's page, and the highest id as of its last entry, once.
+    if (inGroup > 0) await closeGroup();
   }
 
   #entry(

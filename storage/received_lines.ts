@@ -6,8 +6,14 @@
  *
  * | key | value |
  * |-----|-------|
- * | `["rx", pk, tk, ik]` | receive time (`{ at, id }` when `ik` is hashed): dedup of received content lines |
+ * | `["rx", pk, tk, ik]` | `{ at, seq, log, id? }`: dedup of a received content line, and where it is logged (`id` when `ik` is hashed) |
  * | `["seen", pk, tk]` | `{ th?, id?, floor?, max? }` last received id; dedup floor; highest id (above it, no `rx` read) |
+ *
+ * A received line's only row of its own is its `rx` row: its log entry is
+ * in its group's log page (`["log", log]`, see {@link TrafficLog}), whose
+ * by-thread index the `rx` rows are. Stores written before pages have
+ * `rx` rows of a receive time alone (`at`, or `{ at, id }`), with a log
+ * entry and a `logt` row per line: still read as they are.
  *
  * Dedup is bounded by retention ({@link ReceivedLines.compact}): exact
  * received ids older than a time are forgotten and the thread's `floor`
@@ -30,6 +36,7 @@ import { requireText } from "./require_text.ts";
 import { SeenIndex } from "./seen_index.ts";
 import type {
   IncomingLine,
+  LogEntry,
   ReceiveExtras,
   ReceiveOutcome,
   ThreadRecord,
@@ -53,13 +60,20 @@ interface SeenRecord {
 }
 
 /**
- * Most lines in one atomic group: each writes up to five keys (its dedup
- * row, log entry and thread index, its thread's seen and thread record),
- * under Deno KV's 1,000 mutations per commit.
+ * Most lines in one atomic group: each writes its `rx` row, and up to its
+ * thread's seen and thread record, beside the group's log page (and its
+ * parts), under Deno KV's 1,000 mutations per commit.
  */
 const GROUP_LINES = 150;
 /** Estimated bytes of one group's lines, under Deno KV's 800 KiB commit. */
 const GROUP_BYTES = 600_000;
+
+/** An `rx` row's receive time and id (`ik` unless hashed), any layout. */
+function rxTime(value: unknown, ik: string): { at: number; id: string } {
+  if (typeof value === "number") return { at: value, id: ik };
+  const rx = value as { at: number; id?: string };
+  return { at: rx.at, id: rx.id ?? ik };
+}
 
 /** A received chunk line for the log, without its data. */
 function elideChunk(line: IncomingLine): string {
@@ -158,9 +172,9 @@ export class ReceivedLines {
   /**
    * Writes the lines in atomic groups of several (up to
    * {@link GROUP_LINES} lines and about {@link GROUP_BYTES}): each group
-   * holds its lines' dedup rows and log entries, and the seen markers,
-   * thread records and log counters as of its last line, written once per
-   * group rather than once per line. A group commits whole or not at all,
+   * holds its lines' `rx` rows and their log page, and the seen markers
+   * and thread records as of its last line, written once per group rather
+   * than once per line. A group commits whole or not at all,
    * so a thread's `max` never lags its `rx` rows (a line above `max` is
    * taken as new without reading its row).
    */
@@ -183,29 +197,46 @@ export class ReceivedLines {
     const threads = new Map<string, ThreadRecord>();
     const dirtySeen = new Set<string>();
     const dirtyThreads = new Set<string>();
-    let inGroup = 0;
+    // The open group's lines: log entries, and `rx` keys (written with
+    // the page's key once it is known; until then dedup asks `pending`).
+    const entries: LogEntry[] = [];
+    const rxKeys: Key[] = [];
+    const pending = new Set<string>();
     let groupBytes = 0;
     const closeGroup = async () => {
+      if (entries.length > 0) {
+        const log = await this.#log.appendPage(tx, entries);
+        for (let i = 0; i < entries.length; i++) {
+          const { seq, id } = entries[i];
+          const rxKey = rxKeys[i];
+          tx.set(
+            rxKey,
+            rxKey[3] === id ? { at, seq, log } : { at, seq, log, id },
+          );
+        }
+      }
       for (const tk of dirtySeen) {
         await tx.putRecord(["seen", pk, tk], seens.get(tk));
       }
       for (const tk of dirtyThreads) {
         await this.#threads.write(tx, threads.get(tk)!);
       }
-      if (inGroup > 0) this.#log.writeCounters(tx);
       dirtySeen.clear();
       dirtyThreads.clear();
-      inGroup = 0;
+      entries.length = 0;
+      rxKeys.length = 0;
+      pending.clear();
       groupBytes = 0;
       tx.cut();
     };
     for (const line of lines) {
-      // The log entry holds the line as JSON text: at most 6 bytes a
-      // character, plus its keys and fields.
-      const bytes = line.raw.length * 6 + 1500;
+      const text = line.t === "chunk" ? elideChunk(line) : line.raw;
+      // The page holds the line as JSON text: at most 6 bytes a character,
+      // plus its fields, its `rx` row and its thread's records.
+      const bytes = text.length * 6 + 1500;
       if (
-        inGroup > 0 &&
-        (inGroup >= GROUP_LINES || groupBytes + bytes > GROUP_BYTES)
+        entries.length > 0 &&
+        (entries.length >= GROUP_LINES || groupBytes + bytes > GROUP_BYTES)
       ) await closeGroup();
       const tk = threadKey(line.th);
       const rxKey: Key = ["rx", pk, tk, keyText(line.id)];
@@ -216,27 +247,27 @@ export class ReceivedLines {
       const above = seen?.max !== undefined && line.id > seen.max;
       const duplicate = !above && (
         (seen?.floor !== undefined && line.id <= seen.floor) ||
+        pending.has(encodeKey(rxKey)) ||
         (await tx.get(rxKey)) !== undefined
       );
       if (duplicate) {
         out.push({ id: line.id, duplicate });
         continue;
       }
-      inGroup++;
       groupBytes += bytes;
-      // The log record first: if split, its parts commit before this group.
-      const seq = await this.#log.append(tx, {
+      const entry = this.#log.reserve({
         peer,
         dir: "in",
         t: line.t,
         id: line.id,
         th: line.th,
-        line: line.t === "chunk" ? elideChunk(line) : line.raw,
+        line: text,
         at,
-      }, false);
-      out.push({ id: line.id, duplicate, seq });
-      const ik = keyText(line.id);
-      tx.set(rxKey, ik === line.id ? at : { at, id: line.id });
+      });
+      entries.push(entry);
+      rxKeys.push(rxKey);
+      pending.add(encodeKey(rxKey));
+      out.push({ id: line.id, duplicate, seq: entry.seq });
       // `max` is kept from a thread's first record on (a record written
       // before it existed may have seen higher ids: it goes without).
       const max = seen === undefined
@@ -321,13 +352,11 @@ export class ReceivedLines {
       const { key, value } of this.#c.backend.list({ prefix: ["rx"] })
     ) {
       const [, pk, tk, ik] = key as [string, string, string, string];
-      const rx = value as number | { at: number; id: string };
-      const at = typeof rx === "number" ? rx : rx.at;
+      const { at, id } = rxTime(value, ik);
       if (!(at < end)) {
         if (at < oldestKept) oldestKept = at;
         continue;
       }
-      const id = typeof rx === "number" ? ik : rx.id;
       tx.delete(key);
       tx.cut();
       if (forgotten.has(encodeKey(["seen", pk, tk]))) continue;

@@ -4,15 +4,29 @@
  *
  * | key | value |
  * |-----|-------|
- * | `["log", seq]` | {@link LogEntry} (a split record when long) |
- * | `["logt", pk, tk, seq]` | `1`: index by thread (a line with a `th`) |
- * | `["seq", "log"]` | highest log seq committed |
- * | `["seq", "logbytes"]` | bytes of line text the log holds now |
+ * | `["log", seq]` | a {@link LogEntry}, or a {@link LogPage} keyed by its last entry's seq (split records when long) |
+ * | `["logt", pk, tk, seq]` | `1`: index by thread of a single entry with a `th`; `{ seqs }`: of a sent page's entries in that thread (`seq` the page's) |
+ * | `["rx", pk, tk, ik]` | `{ seq, log }` (see `ReceivedLines`): index by thread of a received page's entry |
+ * | `["seq", "log"]`, `["seq", "logbytes"]` | a checkpoint: the highest seq, and the bytes of line text the log held, as of then |
+ *
+ * Received content lines are logged a page per atomic group (one row for
+ * up to 150 lines): each line's own row is its dedup row `rx`, which also
+ * indexes it by thread, so a line costs one row, not three (its record, a
+ * `logt` and an `rx`). Queued lines are logged a page per atomic group of
+ * the enqueue too, with one `logt` row per thread of the page: a line's own
+ * row is its outbox record. Lines logged by {@link TrafficLog.log} stay one
+ * entry per row with a `logt` row; stores written before pages hold only
+ * those, and are read as they are.
+ *
+ * Appends write no counters: the checkpoint is written by each trim (every
+ * `min(1000, maxLogEntries / 10)` appends) and each drop, and open
+ * ({@link TrafficLog.resume}) adds the entries logged after it.
  *
  * It keeps at most `maxLogEntries` (default 100,000) and `maxLogBytes` of
  * line text (default 256 MiB; over it, the oldest go until 90% is left):
  * every `min(1000, maxLogEntries / 10)` appends a trim deletes the oldest
- * entries with their parts and `logt` keys, so it never holds more than the
+ * entries with their parts and `logt` keys (a page losing only some of its
+ * entries is written again with the rest), so it never holds more than the
  * bound plus one trim interval. Retention ({@link TrafficLog.expire}) also
  * drops entries older than a time, from the oldest on. A query by peer
  * alone scans the log (rare: views read by thread).
@@ -21,11 +35,115 @@
  */
 
 import type { GroupCommitter } from "./kv/group_committer.ts";
+import type { KvBackend } from "./kv/kv_backend.ts";
 import { type Key, keyText, threadKey } from "./kv/key.ts";
 import { type ListedRecord, listRecords } from "./kv/split_record.ts";
 import type { Tx } from "./kv/tx.ts";
 import { requireText } from "./require_text.ts";
-import type { LogEntry, LogQuery } from "./store.ts";
+import type { Direction, LogEntry, LogQuery } from "./store.ts";
+
+/**
+ * Lines logged together (one atomic group of a `receive` or an enqueue):
+ * one log row, keyed by the seq of its last entry. All share the
+ * direction; an entry names its peer and time only when they differ from
+ * the page's.
+ *
+ * @example
+ * ```ts
+ * import { type LogPage, pageEntries } from "./traffic_log.ts";
+ * const page: LogPage = {
+ *   peer: "ed25519:x", dir: "in", at: 1,
+ *   entries: [{ seq: 7, t: "msg", id: "01", th: "t", line: "{}" }],
+ * };
+ * console.log(pageEntries(page)[0].seq); // 7
+ * ```
+ */
+export interface LogPage {
+  /** The remote peer's key. */
+  peer: string;
+  /** Whether the lines were received or sent. */
+  dir: Direction;
+  /** ms since the epoch. */
+  at: number;
+  /** The lines, in seq order. */
+  entries: PageEntry[];
+}
+
+/** A line of a {@link LogPage}: `peer` and `at` when not the page's. */
+type PageEntry = Omit<LogEntry, "peer" | "dir" | "at"> & {
+  peer?: string;
+  at?: number;
+};
+
+/**
+ * The entries of a log row: a {@link LogEntry}, or each of a
+ * {@link LogPage}'s.
+ *
+ * @example
+ * ```ts
+ * import { pageEntries } from "./traffic_log.ts";
+ * const entry = { seq: 1, peer: "p", dir: "out" as const, t: "bye", line: "{}", at: 1 };
+ * console.log(pageEntries(entry).length); // 1
+ * ```
+ */
+export function pageEntries(row: LogEntry | LogPage): LogEntry[] {
+  if (!("entries" in row)) return [row];
+  return row.entries.map((e) => {
+    const entry: LogEntry = {
+      seq: e.seq,
+      peer: e.peer ?? row.peer,
+      dir: row.dir,
+      t: e.t,
+      line: e.line,
+      at: e.at ?? row.at,
+    };
+    if (e.id !== undefined) entry.id = e.id;
+    if (e.th !== undefined) entry.th = e.th;
+    return entry;
+  });
+}
+
+/**
+ * The `logt` key prefix of each (peer, thread) among sent `entries`, with
+ * their seqs, by peer and thread as text.
+ */
+function sentThreads(
+  entries: LogEntry[],
+): Map<string, { index: Key; seqs: number[] }> {
+  const out = new Map<string, { index: Key; seqs: number[] }>();
+  for (const e of entries) {
+    if (e.th === undefined) continue;
+    const text = `${e.peer}\n${e.th}`;
+    let at = out.get(text);
+    if (!at) {
+      at = { index: ["logt", keyText(e.peer), threadKey(e.th)], seqs: [] };
+      out.set(text, at);
+    }
+    at.seqs.push(e.seq);
+  }
+  return out;
+}
+
+/**
+ * Where a page's entry is logged, as its `rx` row says: its seq and the
+ * key seq of its page; undefined for an `rx` row written before pages.
+ *
+ * @example
+ * ```ts
+ * import { pagedAt } from "./traffic_log.ts";
+ * console.log(pagedAt({ at: 1, seq: 4, log: 6 })); // { seq: 4, log: 6 }
+ * console.log(pagedAt(1)); // undefined
+ * ```
+ */
+export function pagedAt(
+  rx: unknown,
+): { seq: number; log: number } | undefined {
+  if (typeof rx !== "object" || rx === null) return undefined;
+  const { seq, log } = rx as { seq?: unknown; log?: unknown };
+  return typeof seq === "number" && typeof log === "number"
+    ? { seq, log }
+    : undefined;
+}
 
 /**
  * Default bound of the traffic log, in bytes of line text (256 MiB).
@@ -49,9 +167,9 @@ export const DEFAULT_MAX_LOG_BYTES = 256 * 1024 * 1024;
  */
 export const DEFAULT_MAX_LOG_ENTRIES = 100_000;
 
-/** Where the highest log seq committed is kept. */
+/** The log's checkpoint: the highest seq as of it. */
 export const LOG_SEQ: Key = ["seq", "log"];
-/** Where the bytes of line text the log holds are kept. */
+/** The log's checkpoint: the bytes of line text the log held then. */
 export const LOG_BYTES: Key = ["seq", "logbytes"];
 const END_SEQ = Number.MAX_SAFE_INTEGER;
 // The log is trimmed every this many appends at most (fewer for small bounds).
@@ -131,6 +249,8 @@ export class TrafficLog {
   #droppedThrough = 0;
   /** Bytes of line text in the log (see {@link LOG_BYTES}). */
   #logBytes: number;
+  /** The checkpoint last written (or read), as far as this process knows. */
+  #checkpointed: { seq: number; logBytes: number };
 
   /**
    * The log written through `committer`, resuming at `seq` with `logBytes`
@@ -138,7 +258,11 @@ export class TrafficLog {
    */
   constructor(
     committer: GroupCommitter,
-    resume: { seq: number; logBytes: number },
+    resume: {
+      seq: number;
+      logBytes: number;
+      checkpoint?: { seq: number; logBytes: number };
+    },
     bounds: TrafficLogBounds,
   ) {
     this.#c = committer;
@@ -151,6 +275,7 @@ export class TrafficLog {
     }
     this.#seq = resume.seq;
     this.#logBytes = resume.logBytes;
+    this.#checkpointed = resume.checkpoint ?? resume;
     this.#trimEvery = Math.max(
       1,
       Math.min(TRIM_EVERY, Math.ceil(this.#maxLog / 10)),
@@ -189,16 +314,11 @@ export class TrafficLog {
   }
 
   /**
-   * Appends one entry in `tx`; resolves with its seq. Seqs are taken in
-   * commit order, so they increase with the log. With `counters` false the
-   * caller writes the log's counters ({@link writeCounters}) once for
-   * several entries, in the same atomic group.
+   * Takes the next seq for `entry` and counts its text; the caller writes
+   * it ({@link append}, {@link appendPage}) in the same build. Seqs are
+   * taken in commit order, so they increase with the log.
    */
-  async append(
-    tx: Tx,
-    entry: Omit<LogEntry, "seq">,
-    counters = true,
-  ): Promise<number> {
+  reserve(entry: Omit<LogEntry, "seq">): LogEntry {
     this.#logBytes += entry.line.length;
     const overBytes = this.#logBytes > this.#maxLogBytes;
     if (++this.#sinceTrim >= this.#trimEvery || overBytes) {
@@ -206,11 +326,10 @@ export class TrafficLog {
       // Queued behind this op; a store closing meanwhile just skips it.
       this.trim().catch(() => {});
     }
-    const seq = ++this.#seq;
     // Written field by field, not `{ seq, ...entry }`: a spread after a
     // field copies through a slow path into a bigger object, once per line.
     const record: LogEntry = {
-      seq,
+      seq: ++this.#seq,
       peer: entry.peer,
       dir: entry.dir,
       t: entry.t,
@@ -219,19 +338,104 @@ export class TrafficLog {
     };
     if (entry.id !== undefined) record.id = entry.id;
     if (entry.th !== undefined) record.th = entry.th;
+    return record;
+  }
+
+  /** Appends one entry in `tx`; resolves with its seq. */
+  async append(tx: Tx, entry: Omit<LogEntry, "seq">): Promise<number> {
+    const record = this.reserve(entry);
+    const seq = record.seq;
     await tx.putRecord(["log", seq], record, true);
     // No index by peer alone: one row fewer per line (read scans instead).
     if (entry.th !== undefined) {
       tx.set(["logt", keyText(entry.peer), threadKey(entry.th), seq], 1);
     }
-    if (counters) this.writeCounters(tx);
     return seq;
   }
 
-  /** Writes the highest seq and the bytes of text, as of now, in `tx`. */
-  writeCounters(tx: Tx): void {
+  /**
+   * Writes `entries` ({@link reserve}d in order, one direction) as one
+   * {@link LogPage} in `tx`. Received ones (`in`) get no thread index: the
+   * caller's `rx` rows are it ({@link pagedAt}); sent ones a `logt` row per
+   * thread. Resolves with the page's key seq (its last entry's).
+   */
+  async appendPage(tx: Tx, entries: LogEntry[]): Promise<number> {
+    const first = entries[0];
+    const page: LogPage = {
+      peer: first.peer,
+      dir: first.dir,
+      at: first.at,
+      entries: entries.map((e) => {
+        const row: PageEntry = { seq: e.seq, t: e.t, line: e.line };
+        if (e.id !== undefined) row.id = e.id;
+        if (e.th !== undefined) row.th = e.th;
+        if (e.peer !== first.peer) row.peer = e.peer;
+        if (e.at !== first.at) row.at = e.at;
+        return row;
+      }),
+    };
+    const key = entries[entries.length - 1].seq;
+    await tx.putRecord(["log", key], page, true);
+    if (page.dir === "out") {
+      for (const { index, seqs } of sentThreads(entries).values()) {
+        tx.set([...index, key], { seqs });
+      }
+    }
+    return key;
+  }
+
+  /**
+   * Writes the checkpoint, the highest seq and the bytes of text as of now,
+   * in `tx`: every entry up to that seq was built before, so it commits
+   * before or with it (or this fails with it).
+   */
+  #checkpoint(tx: Tx): void {
+    // Unchanged: no write (opening a store that holds nothing new writes
+    // nothing to it).
+    if (
+      this.#seq === this.#checkpointed.seq &&
+      this.#logBytes === this.#checkpointed.logBytes
+    ) return;
+    this.#checkpointed = { seq: this.#seq, logBytes: this.#logBytes };
     tx.set(LOG_SEQ, this.#seq);
     tx.set(LOG_BYTES, this.#logBytes);
+  }
+
+  /**
+   * The seq and the bytes of text to resume a log at, from its checkpoint
+   * and the entries logged after it (at most a trim interval, unless it
+   * crashed before any trim).
+   *
+   * @example
+   * ```ts ignore
+   * const resume = await TrafficLog.resume(backend);
+   * const log = new TrafficLog(committer, resume, {});
+   * ```
+   */
+  static async resume(
+    backend: KvBackend,
+  ): Promise<{
+    seq: number;
+    logBytes: number;
+    checkpoint: { seq: number; logBytes: number };
+  }> {
+    const seq = await backend.get(LOG_SEQ);
+    const bytes = await backend.get(LOG_BYTES);
+    const from = typeof seq === "number" ? seq : 0;
+    const checkpoint = {
+      seq: from,
+      logBytes: typeof bytes === "number" ? bytes : 0,
+    };
+    const out = { ...checkpoint, checkpoint };
+    const range = { start: ["log", from + 1], end: ["log", END_SEQ] };
+    for await (const { value } of listRecords(backend, range, 2)) {
+      for (const e of pageEntries(value as LogEntry | LogPage)) {
+        if (e.seq <= from) continue;
+        out.logBytes += e.line.length;
+        if (e.seq > out.seq) out.seq = e.seq;
+      }
+    }
+    return out;
   }
 
   /**
@@ -240,21 +444,22 @@ export class TrafficLog {
    * any still in the overlay, and nothing else writes them.
    */
   trim(): Promise<void> {
-    if (this.#maxLog === Infinity && this.#maxLogBytes === Infinity) {
-      return Promise.resolve();
-    }
     return this.#c.submit(false, async (tx) => {
+      this.#checkpoint(tx);
       const cutoff = this.#seq - this.#maxLog;
       const overBytes = this.#logBytes > this.#maxLogBytes;
       if (cutoff < 1 && !overBytes) return;
       // Over the byte bound: down to 90% of it, so trims stay rare.
       const byteTarget = overBytes ? this.#maxLogBytes * 0.9 : Infinity;
-      const end = overBytes ? this.#seq + 1 : cutoff + 1;
-      const range = { start: ["log", 0], end: ["log", end] };
+      // To the end: a page keyed past the cut-off may hold entries before it.
+      const range = { start: ["log", 0], end: ["log", END_SEQ] };
       for await (const listed of listRecords(this.#c.backend, range, 2)) {
-        const e = listed.value as LogEntry;
-        if (e.seq > cutoff && this.#logBytes <= byteTarget) break;
-        await this.#drop(tx, listed);
+        const kept = await this.#dropWhile(
+          tx,
+          listed,
+          (e) => !(e.seq > cutoff && this.#logBytes <= byteTarget),
+        );
+        if (kept) break;
       }
     });
   }
@@ -263,23 +468,58 @@ export class TrafficLog {
   async expire(tx: Tx, olderThan: number): Promise<void> {
     const range = { prefix: ["log"] };
     for await (const listed of listRecords(this.#c.backend, range, 2)) {
-      if (!((listed.value as LogEntry).at < olderThan)) break;
-      await this.#drop(tx, listed);
+      if (await this.#dropWhile(tx, listed, (e) => e.at < olderThan)) break;
     }
   }
 
-  /** Deletes one log entry, its parts and its index keys. */
-  async #drop(tx: Tx, { key, value, parts }: ListedRecord): Promise<void> {
-    const e = value as LogEntry;
-    if (e.seq <= this.#droppedThrough) return; // a trim before has it
-    this.#droppedThrough = e.seq;
-    await tx.deleteRecord(key, parts);
-    this.#logBytes = Math.max(0, this.#logBytes - e.line.length);
-    tx.set(LOG_BYTES, this.#logBytes);
-    if (e.th !== undefined) {
-      tx.delete(["logt", keyText(e.peer), threadKey(e.th), e.seq]);
+  /**
+   * Deletes a log row's entries from its first on while `drop` says so,
+   * with their parts and index keys; a page keeping some is written again
+   * with those. True when it kept one (the caller stops there).
+   */
+  async #dropWhile(
+    tx: Tx,
+    { key, value, parts }: ListedRecord,
+    drop: (entry: LogEntry) => boolean,
+  ): Promise<boolean> {
+    const row = value as LogEntry | LogPage;
+    const entries = pageEntries(row);
+    let dropped = 0;
+    let fresh = 0;
+    let kept = false;
+    for (const e of entries) {
+      if (!drop(e)) {
+        kept = true;
+        break;
+      }
+      dropped++;
+      if (e.seq <= this.#droppedThrough) continue; // a trim before has it
+      fresh++;
+      this.#droppedThrough = e.seq;
+      this.#logBytes = Math.max(0, this.#logBytes - e.line.length);
+      if (e.th !== undefined && !("entries" in row)) {
+        tx.delete(["logt", keyText(e.peer), threadKey(e.th), e.seq]);
+      }
     }
+    if (fresh === 0) return kept;
+    if (dropped === entries.length) await tx.deleteRecord(key, parts);
+    else {
+      const page = row as LogPage;
+      await tx.putRecord(key, {
+        ...page,
+        entries: page.entries.slice(dropped),
+      });
+    }
+    if ("entries" in row && row.dir === "out") {
+      // The thread index rows of threads the page no longer holds.
+      const left = sentThreads(entries.slice(dropped));
+      for (const [text, { index }] of sentThreads(entries.slice(0, dropped))) {
+        if (!left.has(text)) tx.delete([...index, key[1]]);
+      }
+    }
+    this.#checkpoint(tx);
     tx.cut();
+    return kept;
   }
 
   /** Log entries in `seq` order, filtered by `query`. */
@@ -291,17 +531,43 @@ export class TrafficLog {
     const out: LogEntry[] = [];
     if (limit <= 0 || start > END_SEQ) return out;
     if (query.peer !== undefined && query.th !== undefined) {
-      const base: Key = ["logt", keyText(query.peer), threadKey(query.th)];
+      const pk = keyText(query.peer);
+      const tk = threadKey(query.th);
+      // Seq → key seq of the row holding it: single entries by `logt`,
+      // pages' entries by their `rx` rows.
+      const rows = new Map<number, number>();
+      const base: Key = ["logt", pk, tk];
       for await (
-        const { key } of this.#c.backend.list({
+        const { key, value } of this.#c.backend.list({
           start: [...base, start],
           end: [...base, END_SEQ],
         })
       ) {
-        const entry = await this.#c.read<LogEntry>([
-          "log",
-          key[key.length - 1],
-        ]);
+        const row = key[key.length - 1] as number;
+        const page = value as { seqs?: number[] } | number;
+        if (typeof page === "object" && Array.isArray(page.seqs)) {
+          for (const seq of page.seqs) if (seq >= start) rows.set(seq, row);
+        } else rows.set(row, row);
+      }
+      for await (
+        const { value } of this.#c.backend.list({ prefix: ["rx", pk, tk] })
+      ) {
+        const at = pagedAt(value);
+        // Dedup rows outlive their log entries: no read of a trimmed page.
+        if (at && at.seq >= start && at.seq > this.#droppedThrough) {
+          rows.set(at.seq, at.log);
+        }
+      }
+      let rowKey = -1;
+      let entries: LogEntry[] = [];
+      for (const seq of [...rows.keys()].sort((a, b) => a - b)) {
+        const row = rows.get(seq)!;
+        if (row !== rowKey) {
+          rowKey = row;
+          const value = await this.#c.read<LogEntry | LogPage>(["log", row]);
+          entries = value === undefined ? [] : pageEntries(value);
+        }
+        const entry = entries.find((e) => e.seq === seq);
         if (entry && entry.peer === query.peer && entry.th === query.th) {
           out.push(entry);
           if (out.length >= limit) break;
@@ -311,11 +577,13 @@ export class TrafficLog {
     }
     const range = { start: ["log", start], end: ["log", END_SEQ] };
     for await (const { value } of listRecords(this.#c.backend, range, 2)) {
-      const entry = value as LogEntry;
-      if (query.th !== undefined && entry.th !== query.th) continue;
-      if (query.peer !== undefined && entry.peer !== query.peer) continue;
-      out.push(entry);
-      if (out.length >= limit) break;
+      for (const entry of pageEntries(value as LogEntry | LogPage)) {
+        if (entry.seq < start) continue; // a page's, before `after`
+        if (query.th !== undefined && entry.th !== query.th) continue;
+        if (query.peer !== undefined && entry.peer !== query.peer) continue;
+        out.push(entry);
+        if (out.length >= limit) return out;
+      }
     }
     return out;
   }
