@@ -331,9 +331,9 @@ export class PeerSender {
     key: string,
     fields: OutboxDraft["fields"],
     entry: OutboxEntry,
-    touched: Promise<void>,
+    touched: Promise<void> | undefined,
   ): Promise<Sent> {
-    await touched;
+    if (touched !== undefined) await touched;
     const th = fields.th as string;
     const sent = { ...fields, id: entry.id, ts: entry.ts } as Msg;
     await this.#p.threads.feed(key, th, { type: "MSG_OUT", message: sent });
@@ -450,7 +450,7 @@ export class PeerSender {
     const touched = this.#p.threads.writeOurSide(key, th, {
       subject: options.subject,
     });
-    touched.catch(() => {}); // awaited once the enqueue is durable
+    touched?.catch(() => {}); // awaited once the enqueue is durable
     asked?.();
     return enqueued.then(
       (entries) => this.#queuedDurable(key, fields, entries, spooled, touched),
@@ -468,7 +468,7 @@ export class PeerSender {
     fields: OutboxDraft["fields"],
     entries: OutboxEntry[],
     spooled: readonly SpooledFile[],
-    touched: Promise<void>,
+    touched: Promise<void> | undefined,
   ): Promise<Sent> {
     const entry = entries[entries.length - 1];
     this.#p.acks.noteSent(entry.id, key);
