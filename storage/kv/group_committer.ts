@@ -22,7 +22,7 @@ import type { KvBackend } from "./kv_backend.ts";
 import { encodeKey, type Key, type Mutation } from "./key.ts";
 import { collectRecords, readRecord } from "./split_record.ts";
 import { RecordEncoder, RecordText } from "./record_text.ts";
-import { Overlay, Tx } from "./tx.ts";
+import { Tx } from "./tx.ts";
 
 interface Op {
   exclusive: boolean;
@@ -57,7 +57,7 @@ export class GroupCommitter {
   #closing = false;
   #closed = false;
   /** Writes of the current drain not yet known durable, for reads in it. */
-  #overlay = new Overlay();
+  #overlay: Map<string, Mutation> = new Map();
   /** Values read ahead for the current drain (older than the overlay). */
   #prefetched: Map<string, unknown> = new Map();
   /** Committed values of the cached kinds (see {@link CommittedCache}). */
@@ -157,24 +157,19 @@ export class GroupCommitter {
     let inFlightDone = false;
     let failure: unknown = undefined;
     let batch = new Batch();
-    /** Overlay layers whose call's last group is in `batch`. */
-    let batchLayers = 0;
     let waiting: Array<{ op: Op; result: unknown }> = [];
-    const overlay = this.#overlay;
     /** Commits the batch built so far, after the one in flight. */
     const flush = async (): Promise<boolean> => {
       const done = waiting;
       const current = batch;
-      const layers = batchLayers;
       waiting = [];
       batch = new Batch();
-      batchLayers = 0;
       const before = inFlight;
       inFlight = undefined;
       inFlightDone = false;
       if (before !== undefined && !await before) {
         // Built on writes that did not commit.
-        overlay.layers.length = 0;
+        this.#overlay.clear();
         for (const w of done) w.op.reject(failure);
         return false;
       }
@@ -187,16 +182,21 @@ export class GroupCommitter {
           failure = error;
           this.#cache?.failed(mutations);
           for (const observe of this.#observers) observe(mutations, false);
-          overlay.layers.length = 0;
+          this.#overlay.clear();
           for (const w of done) w.op.reject(error);
           return false;
         }
         this.#cache?.committed(mutations);
         for (const observe of this.#observers) observe(mutations, true);
+        // Durable: later builds read these from KV (or the cache).
+        for (const m of mutations) {
+          const k = (m as { encoded?: string }).encoded ?? encodeKey(m.key);
+          if (this.#overlay.get(k) === m) {
+            this.#overlay.delete(k);
+            this.#prefetched.delete(k);
+          }
+        }
       }
-      // Durable: later builds read these from KV (or the cache). Batches
-      // commit in order, so their layers are the oldest.
-      this.#dropLayers(layers);
       for (const w of done) w.op.resolve(w.result);
       return true;
     };
@@ -238,12 +238,12 @@ export class GroupCommitter {
             op.reject(failure);
             continue;
           }
-          overlay.layers.length = 0;
+          this.#overlay.clear();
           this.#prefetched.clear();
         }
         const tx = new Tx(
           this.backend,
-          overlay,
+          this.#overlay,
           this.#prefetched,
           this.#cache,
         );
@@ -260,6 +260,8 @@ export class GroupCommitter {
           op.reject(error);
           continue;
         }
+        const overlay = this.#overlay;
+        tx.local.forEach((m, k) => overlay.set(k, m));
         let ok = true;
         for (const group of tx.done) {
           if (!batch.fits(group) && !await flush()) {
@@ -271,12 +273,6 @@ export class GroupCommitter {
         if (!ok) {
           op.reject(failure);
           continue;
-        }
-        // A layer of its own, dropped with the batch its last group is in
-        // (its earlier groups, committed before, read the same from it).
-        if (tx.local.size > 0) {
-          overlay.layers.push(tx.local);
-          batchLayers++;
         }
         waiting.push({ op, result });
         if (op.exclusive) await flush();
@@ -290,28 +286,10 @@ export class GroupCommitter {
         (waiting.length > 0 || batch.size > 0)
       ) start();
     }
-    overlay.layers.length = 0;
+    this.#overlay.clear();
     this.#prefetched.clear();
     this.#draining = false;
     if (this.#closing && !this.#closed) this.#close();
-  }
-
-  /**
-   * Drops the `count` oldest overlay layers (their writes are durable), and
-   * any value read ahead for a key they wrote (read before that commit).
-   */
-  #dropLayers(count: number): void {
-    if (count === 0) return;
-    const dropped = this.#overlay.layers.splice(0, count);
-    const prefetched = this.#prefetched;
-    if (prefetched.size === 0) return;
-    for (const layer of dropped) {
-      if (prefetched.size < layer.size) {
-        for (const k of prefetched.keys()) {
-          if (layer.has(k)) prefetched.delete(k);
-        }
-      } else for (const k of layer.keys()) prefetched.delete(k);
-    }
   }
 
   /**

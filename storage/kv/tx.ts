@@ -23,38 +23,6 @@ export interface KeyedMutation extends Mutation {
   cost?: number;
 }
 
-/**
- * The writes of a drain's calls not yet known durable, as layers: each
- * built call's own map of writes (`Tx.local`), oldest first. A read looks
- * from the newest layer down; a commit drops the layers it made durable
- * whole, so no write is copied into a shared map or deleted from one key
- * by key (at a commit of ~1,000 writes, that map's growing and shrinking
- * was the largest part of what a burst promoted).
- *
- * @example
- * ```ts
- * import { Overlay } from "./tx.ts";
- * const overlay = new Overlay();
- * overlay.layers.push(new Map([["a", { key: ["a"], value: 1 }]]));
- * overlay.layers.push(new Map([["a", { key: ["a"], value: 2 }]]));
- * console.log(overlay.get("a")?.value); // 2
- * ```
- */
-export class Overlay {
-  /** The layers, oldest first. */
-  readonly layers: Array<Map<string, Mutation>> = [];
-
-  /** The newest write of encoded key `k` in the layers, if any. */
-  get(k: string): Mutation | undefined {
-    const layers = this.layers;
-    for (let i = layers.length - 1; i >= 0; i--) {
-      const m = layers[i].get(k);
-      if (m !== undefined) return m;
-    }
-    return undefined;
-  }
-}
-
 /** Parts of a split record written per atomic group (≤ 600 KB). */
 const STAGE_PARTS = 10;
 
@@ -74,7 +42,7 @@ const utf8 = new TextEncoder();
  */
 export class Tx {
   #backend: KvBackend;
-  #overlay: Overlay;
+  #overlay: Map<string, Mutation>;
   #prefetched: Map<string, unknown>;
   #cache: CommittedCache | undefined;
   /** Mutations this call made, by encoded key (latest wins). */
@@ -90,7 +58,7 @@ export class Tx {
    */
   constructor(
     backend: KvBackend,
-    overlay: Overlay,
+    overlay: Map<string, Mutation>,
     prefetched: Map<string, unknown>,
     cache?: CommittedCache,
   ) {
