@@ -7,6 +7,7 @@
  * @module
  */
 
+import { NOT_HELD } from "../actors/quiet_holds.ts";
 import type { Supervisor } from "../actors/supervisor.ts";
 import type { PeerExtensions } from "../extensions/peer_extensions.ts";
 import type { Attachment } from "../profile/fs_access.ts";
@@ -200,7 +201,8 @@ export function queueLines(
   if (queued.early) sup.connection(peer)?.writer.send(queued.entries);
   return queued.durable.then((entries) => {
     if (!queued.early) sup.connection(peer)?.writer.send(entries);
-    return lifted.then(() => entries);
+    // Most sends lift no hold: nothing more to wait for.
+    return lifted === NOT_HELD ? entries : lifted.then(() => entries);
   });
 }
 
