@@ -9,8 +9,8 @@ import type { PeerEvent } from "./peer_events.ts";
 import type { Store } from "../storage/store.ts";
 import { timestamp } from "../wire/time.ts";
 
-/** How many sent ids' peers are kept in memory. */
-const SENT_MEMORY = 10_000;
+/** How many acked ids, and sent ids' peers, are kept in memory. */
+const ACKED_MEMORY = 10_000;
 
 /**
  * Which of our lines were acked, and who waits for which.
@@ -29,6 +29,7 @@ const SENT_MEMORY = 10_000;
 export class AckTracker {
   #store: Store;
   #emit: (event: PeerEvent) => void;
+  #acked = new Set<string>();
   #ackWaiters = new Map<string, Set<() => void>>();
   #sentTo = new Map<string, string>();
 
@@ -47,6 +48,7 @@ export class AckTracker {
     id: string,
     options: { timeoutMs?: number } = {},
   ): Promise<void> {
+    if (this.#acked.has(id)) return;
     const timeoutMs = options.timeoutMs ?? 30_000;
     let resolve!: () => void;
     const done = new Promise<void>((r) => resolve = r);
@@ -79,20 +81,22 @@ export class AckTracker {
 
   /**
    * Remembers whom `id` went to (a cache for waitAck; the outbox is the
-   * truth): at most SENT_MEMORY, so msgs queued to a peer that is down are
-   * held in the store only. Acked ids are not kept: the outbox's index
-   * (in memory) says an id is no longer there, which is what `waitAck`
-   * asks (a burst left 10,000 ids here, live until the next one).
+   * truth): at most ACKED_MEMORY, so msgs queued to a peer that is down are
+   * held in the store only.
    */
   noteSent(id: string, key: string): void {
     this.#sentTo.set(id, key);
-    if (this.#sentTo.size > SENT_MEMORY) {
+    if (this.#sentTo.size > ACKED_MEMORY) {
       this.#sentTo.delete(this.#sentTo.keys().next().value!);
     }
   }
 
   /** The ack of `id`: its waiters resolve and an `acked` event goes out. */
   noteAck(peer: string, id: string, th: string | undefined): void {
+    this.#acked.add(id);
+    if (this.#acked.size > ACKED_MEMORY) {
+      this.#acked.delete(this.#acked.values().next().value!);
+    }
     this.#sentTo.delete(id);
     for (const resolve of this.#ackWaiters.get(id) ?? []) resolve();
     this.#emit({
