@@ -10,7 +10,7 @@
 
 import type { Transport } from "../net/transport.ts";
 import { type ChunkFrame, ChunkFramer } from "../storage/chunk_frame.ts";
-import { entryLine, type OutboxEntry, type Queued } from "../storage/store.ts";
+import { entryLine, type OutboxEntry } from "../storage/store.ts";
 import { errorText } from "../wire/error_text.ts";
 import { encodeTextLine } from "../wire/frame.ts";
 
@@ -64,27 +64,6 @@ const WRITTEN_IDS_KEPT = 4096;
 
 /** Outboxed lines a later line never overtakes (a later ack drops them). */
 const BARRIERS: ReadonlySet<string> = new Set(["grant", "introduce"]);
-
-/**
- * Sends entries the store just queued to the peer's connection (whichever
- * is active then): at once when {@link Queued.early}, else once durable.
- * Resolves with them once durable.
- *
- * @example
- * ```ts ignore
- * const queued = store.outboxRecords.queue(peer, drafts);
- * const entries = await sendQueued(queued, () => sup.connection(peer));
- * ```
- */
-export async function sendQueued(
-  queued: Queued,
-  connection: () => { writer: OutboxWriter } | undefined,
-): Promise<OutboxEntry[]> {
-  if (queued.early) connection()?.writer.send(queued.entries);
-  const entries = await queued.durable;
-  if (!queued.early) connection()?.writer.send(entries);
-  return entries;
-}
 
 /**
  * Writes one connection's lines and outbox entries.

@@ -15,6 +15,20 @@ function quietMeta(peer: string): string {
 }
 
 /**
+ * What {@link QuietHolds.lift} returns for a peer that was not held: settled
+ * already, and shared (a burst of sends makes no promise each for it).
+ *
+ * @example
+ * ```ts
+ * import { NOT_HELD, QuietHolds } from "./quiet_holds.ts";
+ * import { MemoryStore } from "../storage/memory_store.ts";
+ * const holds = new QuietHolds(new MemoryStore());
+ * console.log(holds.lift("ed25519:a") === NOT_HELD); // true
+ * ```
+ */
+export const NOT_HELD: Promise<void> = Promise.resolve();
+
+/**
  * The set of held peers, with its writes to the store in call order (each
  * writes the current state, so the last one wins).
  *
@@ -58,9 +72,12 @@ export class QuietHolds {
     return this.#persist(peer);
   }
 
-  /** Lifts `peer`'s hold, if any; resolves once persisted. */
+  /**
+   * Lifts `peer`'s hold, if any; resolves once persisted. A peer not held
+   * gets {@link NOT_HELD}, so a caller can skip waiting on it.
+   */
   lift(peer: string): Promise<void> {
-    if (!this.#held.delete(peer)) return Promise.resolve();
+    if (!this.#held.delete(peer)) return NOT_HELD;
     return this.#persist(peer);
   }
 

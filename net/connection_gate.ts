@@ -212,9 +212,21 @@ class GatedTransport implements Transport {
   readonly #inner: Transport;
   readonly #ticket: GateTicket;
 
+  /**
+   * The inner transport's `writeThen`, when it has one: absent otherwise,
+   * so the writer decides how to write to it (`OutboxWriter`), as it does
+   * for any transport without one.
+   */
+  readonly writeThen?: (
+    frame: Uint8Array,
+    done: WriteDone,
+    tag: number,
+  ) => void;
+
   constructor(inner: Transport, ticket: GateTicket) {
     this.#inner = inner;
     this.#ticket = ticket;
+    if (inner.writeThen) this.writeThen = inner.writeThen.bind(inner);
   }
 
   get localAddr(): string {
@@ -235,17 +247,6 @@ class GatedTransport implements Transport {
 
   write(frame: Uint8Array): Promise<void> {
     return this.#inner.write(frame);
-  }
-
-  writeThen(frame: Uint8Array, done: WriteDone, tag: number): void {
-    if (this.#inner.writeThen) this.#inner.writeThen(frame, done, tag);
-    else {
-      this.#inner.write(frame).then(
-        () => done(undefined, tag),
-        (error) =>
-          done(error instanceof Error ? error : new Error(String(error)), tag),
-      );
-    }
   }
 
   flush(): Promise<void> {

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { sendQueued } from "../actors/outbox_writer.ts";
+import { NOT_HELD } from "../actors/quiet_holds.ts";
 import type { Supervisor } from "../actors/supervisor.ts";
 import type { PeerExtensions } from "../extensions/peer_extensions.ts";
 import type { Attachment } from "../profile/fs_access.ts";
@@ -148,6 +148,16 @@ interface SpooledFile {
 /** The spooled files of a send without any (shared, never written). */
 const NO_FILES: readonly SpooledFile[] = [];
 
+/** True when a send has files to spool. */
+function hasFiles(options: SendOptions): boolean {
+  return options.files !== undefined && options.files.length > 0;
+}
+
+/** Rejects with `error` once `first` (which never rejects) is done. */
+function rejectAfter<T>(first: Promise<void>, error: unknown): Promise<T> {
+  return first.then(() => Promise.reject(error));
+}
+
 /** Deletes spooled copies a failed send will not use (errors ignored). */
 async function discardAll(spooled: readonly SpooledFile[]): Promise<void> {
   for (const s of spooled) await discardSpooled(s.blob.path).catch(() => {});
@@ -157,31 +167,43 @@ async function discardAll(spooled: readonly SpooledFile[]): Promise<void> {
 const PROBE = { id: "0".repeat(26), ts: "2026-01-01T00:00:00.000Z" };
 
 /**
- * Queues `drafts` for `peer` in the outbox records (ids at once, commit
- * under way), marks the peer wanted, and hands the entries to its active
- * connection's writer: before their commit when the outbox allows
- * (`Queued.early`; a blob's chunks never), else once durable. Resolves
- * with them once durable.
+ * Queues `drafts` for `peer` in the outbox records now (ids at once,
+ * commit under way), marks the peer wanted, and hands the entries to its
+ * active connection's writer (whichever is active then): before their
+ * commit when the outbox allows (`Queued.early`; a blob's chunks never),
+ * else once durable. Resolves with them once durable and the peer's bye
+ * hold is lifted durably (a restart must not hold it). Every line a Peer
+ * queues takes this path; nothing of it is `async`, so a burst holds one
+ * callback per call while its commit runs, not suspended frames.
  *
  * @example
  * ```ts ignore
  * const [entry] = await queueLines(store, sup, peer, [{ fields: { t: "msg", th, parts } }]);
  * ```
  */
-export async function queueLines(
+export function queueLines(
   store: Store,
   sup: Supervisor,
   peer: string,
   drafts: OutboxDraft[],
 ): Promise<OutboxEntry[]> {
-  // A blob's chunks wait for their commit: its record is written after it,
-  // and the remote's refusal of the first chunk must find that record.
-  const early = drafts.every((d) => d.chunk === undefined);
-  const queued = store.outboxRecords.queue(peer, drafts, early);
-  const lifted = sup.want(peer);
-  const entries = await sendQueued(queued, () => sup.connection(peer));
-  await lifted; // durable before we return: a restart must not hold it
-  return entries;
+  let queued: Queued;
+  let lifted: Promise<void>;
+  try {
+    // A blob's chunks wait for their commit: its record is written after
+    // it, and the remote's refusal of the first chunk must find that record.
+    const early = drafts.every((d) => d.chunk === undefined);
+    queued = store.outboxRecords.queue(peer, drafts, early);
+    lifted = sup.want(peer);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  if (queued.early) sup.connection(peer)?.writer.send(queued.entries);
+  return queued.durable.then((entries) => {
+    if (!queued.early) sup.connection(peer)?.writer.send(entries);
+    // Most sends lift no hold: nothing more to wait for.
+    return lifted === NOT_HELD ? entries : lifted.then(() => entries);
+  });
 }
 
 interface PendingSpool {
@@ -251,15 +273,15 @@ export class PeerSender {
     options: SendOptions = {},
   ): Promise<Sent> {
     // The common case, a msg without files to a key while no earlier call
-    // waits for its turn: queued now, with no turn and no async frames held
-    // while its commit runs (a burst keeps thousands in flight).
+    // waits for its turn: queued now (sendTo queues synchronously when there
+    // is nothing to spool), with no turn taken; a burst keeps thousands in
+    // flight.
     if (
       this.#turnsOpen === 0 && typeof options === "object" &&
-      options !== null &&
-      (options.files === undefined || options.files.length === 0)
+      options !== null && !hasFiles(options)
     ) {
       const key = this.#p.names.known(to);
-      if (key !== undefined) return this.#sendPlain(key, text, options);
+      if (key !== undefined) return this.sendTo(key, text, options);
     }
     return this.#sendInTurn(to, text, options);
   }
@@ -304,61 +326,6 @@ export class PeerSender {
   }
 
   /**
-   * {@link send} of a msg without files to `key`, no turn open: queued
-   * synchronously; one callback waits for its commit.
-   */
-  #sendPlain(key: string, text: string, options: SendOptions): Promise<Sent> {
-    let fields: OutboxDraft["fields"];
-    let queued: Queued;
-    let lifted: Promise<void>;
-    try {
-      fields = this.#msgFields(threadOf(options), text, options, NO_FILES);
-      const refused = this.#refusal(fields);
-      if (refused) throw refused;
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    const th = fields.th as string;
-    try {
-      queued = this.#p.store.outboxRecords.queue(key, [{ fields }], true);
-      lifted = this.#p.sup.want(key);
-    } catch (error) {
-      return Promise.reject(new Error(`send: ${errorText(error)}`));
-    }
-    const touched = this.#p.threads.writeOurSide(key, th, {
-      subject: options.subject,
-    });
-    touched.catch(() => {}); // awaited once the enqueue is durable
-    if (queued.early) this.#p.sup.connection(key)?.writer.send(queued.entries);
-    return queued.durable.then(
-      (entries) =>
-        this.#plainDurable(key, fields, entries, queued, lifted, touched),
-      (error) => Promise.reject(new Error(`send: ${errorText(error)}`)),
-    );
-  }
-
-  /** The rest of {@link sendPlain}, once its entry is durable. */
-  async #plainDurable(
-    key: string,
-    fields: OutboxDraft["fields"],
-    entries: OutboxEntry[],
-    queued: Queued,
-    lifted: Promise<void>,
-    touched: Promise<void>,
-  ): Promise<Sent> {
-    // As sendQueued and queueLines do for the other sends.
-    if (!queued.early) this.#p.sup.connection(key)?.writer.send(entries);
-    try {
-      await lifted;
-    } catch (error) {
-      throw new Error(`send: ${errorText(error)}`);
-    }
-    const entry = entries[entries.length - 1];
-    this.#p.acks.noteSent(entry.id, key);
-    return await this.#delivered(key, fields, entry, touched);
-  }
-
-  /**
    * A durable msg's last steps: its thread record written, its thread
    * actor and the mirror told, its peer reachable.
    */
@@ -366,9 +333,9 @@ export class PeerSender {
     key: string,
     fields: OutboxDraft["fields"],
     entry: OutboxEntry,
-    touched: Promise<void>,
+    touched: Promise<void> | undefined,
   ): Promise<Sent> {
-    await touched;
+    if (touched !== undefined) await touched;
     const th = fields.th as string;
     const sent = { ...fields, id: entry.id, ts: entry.ts } as Msg;
     await this.#p.threads.feed(key, th, { type: "MSG_OUT", message: sent });
@@ -423,57 +390,93 @@ export class PeerSender {
     return undefined;
   }
 
-  /** send, once `to` is resolved (also how served results go back). */
-  async sendTo(
+  /**
+   * send, once `to` is resolved (also how served results go back): a msg
+   * without files is queued before this returns; one with files once they
+   * are spooled. `asked` runs once it is queued (the caller's turn ends).
+   */
+  sendTo(
     key: string,
     text: string,
     options: SendOptions,
     asked?: () => void,
   ): Promise<Sent> {
-    const th = threadOf(options);
-    // Most sends carry no files: they make no spool list and no closure.
-    const spooled = options.files === undefined || options.files.length === 0
-      ? NO_FILES
-      : await this.#spool(options.files);
+    let th: string;
+    try {
+      th = threadOf(options);
+      // Most sends carry no files: no spool list, no promise before the queue.
+      if (!hasFiles(options)) {
+        return this.#queueMsg(key, th, text, options, NO_FILES, asked);
+      }
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#spool(options.files!).then((spooled) =>
+      this.#queueMsg(key, th, text, options, spooled, asked)
+    );
+  }
+
+  /**
+   * Queues a msg (after its files' chunks) now and resolves once it is
+   * durable and delivered; the spooled copies go if it cannot be queued.
+   */
+  #queueMsg(
+    key: string,
+    th: string,
+    text: string,
+    options: SendOptions,
+    spooled: readonly SpooledFile[],
+    asked: (() => void) | undefined,
+  ): Promise<Sent> {
     let fields: OutboxDraft["fields"];
     try {
       fields = this.#msgFields(th, text, options, spooled);
       const refused = this.#refusal(fields);
       if (refused) throw refused;
     } catch (error) {
-      await discardAll(spooled);
-      throw error;
+      return rejectAfter(discardAll(spooled), error);
     }
-    const drafts: OutboxDraft[] = [];
-    for (const { blob } of spooled) {
-      drafts.push(
-        ...chunkDrafts(blob, {
-          th,
-          chunkSize: this.#p.chunkSize ?? DEFAULT_CHUNK_SIZE,
-        }),
-      );
-    }
-    drafts.push({ fields });
-    let entries;
-    // Asked together with the enqueue, so both share one group commit.
-    let touched: Promise<void> | undefined;
-    try {
+    let drafts: OutboxDraft[];
+    if (spooled.length === 0) drafts = [{ fields }];
+    else {
       // One enqueue: chunk ids come before the msg's (NOTES item 1).
-      const enqueued = queueLines(this.#p.store, this.#p.sup, key, drafts);
-      touched = this.#p.threads.writeOurSide(key, th, {
-        subject: options.subject,
-      });
-      touched.catch(() => {}); // awaited below, once the enqueue is durable
-      asked?.();
-      entries = await enqueued;
-    } catch (error) {
-      await discardAll(spooled);
-      throw new Error(`send: ${errorText(error)}`);
+      drafts = [];
+      const chunkSize = this.#p.chunkSize ?? DEFAULT_CHUNK_SIZE;
+      for (const { blob } of spooled) {
+        drafts.push(...chunkDrafts(blob, { th, chunkSize }));
+      }
+      drafts.push({ fields });
     }
-    const id = entries[entries.length - 1].id;
-    this.#p.acks.noteSent(id, key);
+    const enqueued = queueLines(this.#p.store, this.#p.sup, key, drafts);
+    // Asked together with the enqueue, so both share one group commit.
+    const touched = this.#p.threads.writeOurSide(key, th, {
+      subject: options.subject,
+    });
+    touched?.catch(() => {}); // awaited once the enqueue is durable
+    asked?.();
+    return enqueued.then(
+      (entries) => this.#queuedDurable(key, fields, entries, spooled, touched),
+      (error) =>
+        rejectAfter(
+          discardAll(spooled),
+          new Error(`send: ${errorText(error)}`),
+        ),
+    );
+  }
+
+  /** The rest of a send once its lines are durable (files: their records). */
+  async #queuedDurable(
+    key: string,
+    fields: OutboxDraft["fields"],
+    entries: OutboxEntry[],
+    spooled: readonly SpooledFile[],
+    touched: Promise<void> | undefined,
+  ): Promise<Sent> {
+    const entry = entries[entries.length - 1];
+    this.#p.acks.noteSent(entry.id, key);
     if (spooled.length > 0) {
-      this.#spoolByMsg.set(id, {
+      const th = fields.th as string;
+      this.#spoolByMsg.set(entry.id, {
         peer: key,
         refs: spooled.map((s) => s.blob.ref),
         paths: spooled.map((s) => s.blob.path),
@@ -486,12 +489,7 @@ export class PeerSender {
         this.#p.blobs.outgoing(key, blob.ref, { th, name, size: blob.size });
       }
     }
-    return await this.#delivered(
-      key,
-      fields,
-      entries[entries.length - 1],
-      touched ?? Promise.resolve(),
-    );
+    return await this.#delivered(key, fields, entry, touched);
   }
 
   /** Snapshots `files` into the spool; on a failure, drops those taken. */

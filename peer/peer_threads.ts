@@ -210,19 +210,32 @@ export class PeerThreads {
    * The only writer of a thread record besides `store.receive`, which
    * writes the remote's side in the commit of each received line.
    */
-  async writeOurSide(
+  writeOurSide(
     peer: string,
     th: string,
     change: ThreadPatch,
-  ): Promise<void> {
+  ): Promise<void> | undefined {
     // A burst of sends in one thread writes its record once a second, not
     // once a msg: only `updated` (for retention, in days) would change.
+    // Then nothing is written, and no promise made (undefined).
     const id = `${peer} ${th}`;
     const now = Date.now();
     const onlyTouch = change.subject === undefined && !change.mine &&
       !change.read;
     const last = this.#threadTouched.get(id);
-    if (onlyTouch && last !== undefined && now - last < TOUCH_EVERY_MS) return;
+    if (onlyTouch && last !== undefined && now - last < TOUCH_EVERY_MS) {
+      return undefined;
+    }
+    return this.#writeOurSide(peer, th, change, id, now);
+  }
+
+  async #writeOurSide(
+    peer: string,
+    th: string,
+    change: ThreadPatch,
+    id: string,
+    now: number,
+  ): Promise<void> {
     // Noted before the write: the sends of a burst ask together, before the
     // first write resolves, and must not each write (and step the actor).
     this.#threadTouched.delete(id);

@@ -95,6 +95,9 @@ interface QueueBatch {
   late: number;
   /** Time of its highest id. */
   lastTime: number;
+  /** Its lowest and highest ids (its calls' ids are between, in order). */
+  firstId: string;
+  lastId: string;
   /** Resolves once its commit is durable; rejects when it failed. */
   durable: Promise<void>;
   /** Settles after `durable`, once the outbox has noted the outcome. */
@@ -155,8 +158,12 @@ export class Outbox {
   #index = new OutboxIndex();
   /** Time of the highest id known durable (-1: none yet). */
   #durableTime: number;
-  /** Ids of queued entries whose commit is not settled yet: its settling. */
-  #unsettled = new Map<string, Promise<void>>();
+  /**
+   * Batches whose commit is not settled yet, in id order: an ack of an id
+   * in one of them waits for its settling (a range per batch, not an entry
+   * per id).
+   */
+  #unsettled: QueueBatch[] = [];
   /** Queued entries not early: they (and later ones) go out once durable. */
   #late = 0;
   /** The batch later calls join, until its build starts. */
@@ -251,11 +258,12 @@ export class Outbox {
     batch.calls.push(entries);
     batch.size += entries.length;
     if (lastTime > batch.lastTime) batch.lastTime = lastTime;
+    if (batch.calls.length === 1) batch.firstId = entries[0].id;
+    batch.lastId = entries[entries.length - 1].id;
     if (!early) {
       batch.late++;
       this.#late++;
     }
-    for (const e of entries) this.#unsettled.set(e.id, batch.settled);
     return { entries, durable: batch.durable.then(() => entries), early };
   }
 
@@ -270,14 +278,16 @@ export class Outbox {
       size: 0,
       late: 0,
       lastTime: -Infinity,
+      firstId: "",
+      lastId: "",
     } as unknown as QueueBatch;
+    this.#unsettled.push(batch);
     batch.durable = this.#c.submit(false, (tx) => this.#build(tx, batch));
     const settle = () => {
       // Never built (the store closed): later calls open a batch of their own.
       if (this.#batch === batch) this.#batch = undefined;
-      for (const entries of batch.calls) {
-        for (const e of entries) this.#unsettled.delete(e.id);
-      }
+      const at = this.#unsettled.indexOf(batch);
+      if (at >= 0) this.#unsettled.splice(at, 1);
       this.#late -= batch.late;
     };
     batch.settled = batch.durable.then(() => {
@@ -500,8 +510,11 @@ export class Outbox {
     // An entry written before its commit (Queued.early) counts as sent once
     // that commit is durable: its ack is taken after it, never before.
     // (Earlier entries, acked with it cumulatively, committed before it.)
-    const settling = this.#unsettled.get(id);
-    if (settling) return settling.then(() => this.#take(peer, id));
+    for (const batch of this.#unsettled) {
+      if (id >= batch.firstId && id <= batch.lastId) {
+        return batch.settled.then(() => this.#take(peer, id));
+      }
+    }
     return Promise.resolve(this.#take(peer, id));
   }
 
