@@ -6,7 +6,7 @@
  */
 
 import assert from "node:assert/strict";
-import { Connection } from "../../actors/connection.ts";
+import { Connection, type ConnectionOptions } from "../../actors/connection.ts";
 import { MemoryStore } from "../../storage/memory_store.ts";
 import { Signer } from "../../wire/keys.ts";
 import { transportPair } from "../helpers/transport_pair.ts";
@@ -20,51 +20,42 @@ class CountingStore extends MemoryStore {
   }
 }
 
-Deno.test("handshake: seen is read while their auth verifies, and goes out in the resume", async () => {
-  const [dialer, acceptor] = await Promise.all([
-    Signer.generate(),
-    Signer.generate(),
-  ]);
-  const store = new CountingStore();
+/** What each side of {@link handshakeOverTcp} is given beyond the defaults. */
+type SideOptions = Omit<ConnectionOptions, "transport" | "dialed" | "store">;
+
+/**
+ * Runs one handshake over real TCP between an accepting and a dialing
+ * Connection, calls `check` once both are open, and always closes both
+ * sides, the listener and the stores.
+ */
+async function handshakeOverTcp(
+  sides: {
+    accepted: SideOptions;
+    dialed: SideOptions;
+    store?: MemoryStore;
+  },
+  check: (accepted: Connection, dialed: Connection) => void,
+): Promise<void> {
+  const store = sides.store ?? new MemoryStore();
   const dialerStore = new MemoryStore();
-  const id = "01JAAAAAAAAAAAAAAAAAAAAAAA";
-  await store.receive(dialer.key, [{
-    id,
-    t: "msg",
-    th: "t1",
-    message: { t: "msg", id, th: "t1" },
-    raw: "{}",
-  }]);
   const { listener, client, server } = await transportPair("tcp:127.0.0.1:0");
-  let readsAtAdmission = -1;
   const accepted = new Connection({
+    ...sides.accepted,
     transport: server,
     dialed: false,
-    signer: acceptor,
     store,
-    admit: () => {
-      readsAtAdmission = store.seenReads;
-      return undefined;
-    },
   });
-  const resumes: string[] = [];
   const dialed = new Connection({
+    ...sides.dialed,
     transport: client,
     dialed: true,
-    signer: dialer,
     store: dialerStore,
-    onLine: (_key, dir, raw) => {
-      if (dir === "in" && raw.includes('"t":"resume"')) resumes.push(raw);
-    },
   });
   accepted.start();
   dialed.start();
   try {
     await Promise.all([accepted.established, dialed.established]);
-    assert.equal(readsAtAdmission, 1, "seen read before the admission");
-    assert.equal(store.seenReads, 1, "and only once");
-    assert.equal(resumes.length, 1);
-    assert.deepEqual(JSON.parse(resumes[0]).seen, { t1: id });
+    check(accepted, dialed);
   } finally {
     accepted.close("done");
     dialed.close("done");
@@ -74,6 +65,45 @@ Deno.test("handshake: seen is read while their auth verifies, and goes out in th
     store.close();
     dialerStore.close();
   }
+}
+
+Deno.test("handshake: seen is read while their auth verifies, and goes out in the resume", async () => {
+  const [dialer, acceptor] = await Promise.all([
+    Signer.generate(),
+    Signer.generate(),
+  ]);
+  const store = new CountingStore();
+  const id = "01JAAAAAAAAAAAAAAAAAAAAAAA";
+  await store.receive(dialer.key, [{
+    id,
+    t: "msg",
+    th: "t1",
+    message: { t: "msg", id, th: "t1" },
+    raw: "{}",
+  }]);
+  let readsAtAdmission = -1;
+  const resumes: string[] = [];
+  await handshakeOverTcp({
+    store,
+    accepted: {
+      signer: acceptor,
+      admit: () => {
+        readsAtAdmission = store.seenReads;
+        return undefined;
+      },
+    },
+    dialed: {
+      signer: dialer,
+      onLine: (_key, dir, raw) => {
+        if (dir === "in" && raw.includes('"t":"resume"')) resumes.push(raw);
+      },
+    },
+  }, () => {
+    assert.equal(readsAtAdmission, 1, "seen read before the admission");
+    assert.equal(store.seenReads, 1, "and only once");
+    assert.equal(resumes.length, 1);
+    assert.deepEqual(JSON.parse(resumes[0]).seen, { t1: id });
+  });
 });
 
 Deno.test("handshake: their auth waits until ours is out (ours signs slowly)", async () => {
@@ -89,44 +119,23 @@ Deno.test("handshake: their auth waits until ours is out (ours signs slowly)", a
       return await acceptor.sign(bytes);
     },
   } as unknown as Signer;
-  const store = new MemoryStore();
-  const dialerStore = new MemoryStore();
-  const { listener, client, server } = await transportPair("tcp:127.0.0.1:0");
   let oursOut = false;
   let oursOutAtAdmission: boolean | undefined;
-  const accepted = new Connection({
-    transport: server,
-    dialed: false,
-    signer: slow,
-    store,
-    onLine: (_key, dir, raw) => {
-      if (dir === "out" && raw.includes('"t":"auth"')) oursOut = true;
+  await handshakeOverTcp({
+    accepted: {
+      signer: slow,
+      onLine: (_key, dir, raw) => {
+        if (dir === "out" && raw.includes('"t":"auth"')) oursOut = true;
+      },
+      admit: () => {
+        oursOutAtAdmission = oursOut;
+        return undefined;
+      },
     },
-    admit: () => {
-      oursOutAtAdmission = oursOut;
-      return undefined;
-    },
-  });
-  const dialed = new Connection({
-    transport: client,
-    dialed: true,
-    signer: dialer,
-    store: dialerStore,
-  });
-  accepted.start();
-  dialed.start();
-  try {
-    await Promise.all([accepted.established, dialed.established]);
+    dialed: { signer: dialer },
+  }, () => {
     assert.equal(oursOutAtAdmission, true, "our auth went out first");
-  } finally {
-    accepted.close("done");
-    dialed.close("done");
-    await Promise.all([accepted.closed, dialed.closed]);
-    listener.close();
-    await listener.done;
-    store.close();
-    dialerStore.close();
-  }
+  });
 });
 
 Deno.test("handshake: their resume, arriving while their auth is verified and admitted, waits for the verdict", async () => {
@@ -134,49 +143,30 @@ Deno.test("handshake: their resume, arriving while their auth is verified and ad
     Signer.generate(),
     Signer.generate(),
   ]);
-  const store = new MemoryStore();
-  const dialerStore = new MemoryStore();
-  const { listener, client, server } = await transportPair("tcp:127.0.0.1:0");
   let admitted = false;
   let resumeOutBeforeVerdict = false;
-  const accepted = new Connection({
-    transport: server,
-    dialed: false,
-    signer: acceptor,
-    store,
-    // A slow admission: the dialer has verified ours and sent its resume
-    // long before this answers.
-    admit: async () => {
-      await new Promise((r) => setTimeout(r, 100));
-      admitted = true;
-      return undefined;
+  await handshakeOverTcp({
+    accepted: {
+      signer: acceptor,
+      // A slow admission: the dialer has verified ours and sent its resume
+      // long before this answers.
+      admit: async () => {
+        await new Promise((r) => setTimeout(r, 100));
+        admitted = true;
+        return undefined;
+      },
     },
-  });
-  const dialed = new Connection({
-    transport: client,
-    dialed: true,
-    signer: dialer,
-    store: dialerStore,
-    onLine: (_key, dir, raw) => {
-      if (dir === "out" && raw.includes('"t":"resume"') && !admitted) {
-        resumeOutBeforeVerdict = true;
-      }
+    dialed: {
+      signer: dialer,
+      onLine: (_key, dir, raw) => {
+        if (dir === "out" && raw.includes('"t":"resume"') && !admitted) {
+          resumeOutBeforeVerdict = true;
+        }
+      },
     },
-  });
-  accepted.start();
-  dialed.start();
-  try {
-    await Promise.all([accepted.established, dialed.established]);
+  }, (accepted, dialed) => {
     assert.equal(resumeOutBeforeVerdict, true, "their resume came early");
     assert.equal(accepted.state, "open");
     assert.equal(dialed.state, "open");
-  } finally {
-    accepted.close("done");
-    dialed.close("done");
-    await Promise.all([accepted.closed, dialed.closed]);
-    listener.close();
-    await listener.done;
-    store.close();
-    dialerStore.close();
-  }
+  });
 });
