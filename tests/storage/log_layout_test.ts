@@ -9,6 +9,7 @@ import type { Key, Mutation } from "../../storage/kv/key.ts";
 import { DenoKvBackend } from "../../storage/kv/kv_backend.ts";
 import { KvStore } from "../../storage/kv_store.ts";
 import { receivedLine } from "../helpers/counting_kv_backend.ts";
+import { withTempDir } from "../helpers/temp_dir.ts";
 
 /** Deno KV whose committed mutations are counted, by the key's first part. */
 class MutationCountingBackend extends DenoKvBackend {
@@ -87,9 +88,8 @@ function record(value: unknown): Uint8Array {
 }
 
 Deno.test("a store written before log pages opens: its lines read by thread, dedup and expire as before", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "awp-kv-" });
-  const path = `${dir}/awp.kv`;
-  try {
+  await withTempDir(async (dir) => {
+    const path = `${dir}/awp.kv`;
     const kv = await Deno.openKv(path);
     const at = Date.now() - 60_000;
     const old = [receivedLine("t", 1), receivedLine("t", 2)];
@@ -183,15 +183,12 @@ Deno.test("a store written before log pages opens: its lines read by thread, ded
     } finally {
       left.close();
     }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  }, { prefix: "awp-kv-" });
 });
 
 Deno.test("appends write no counters: open resumes the seq and the log's bytes from the entries after the checkpoint", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "awp-kv-" });
-  const path = `${dir}/awp.kv`;
-  try {
+  await withTempDir(async (dir) => {
+    const path = `${dir}/awp.kv`;
     const lines = Array.from({ length: 5 }, (_, i) => receivedLine("t", i));
     const first = await KvStore.open(path);
     await first.receive(PEER, lines);
@@ -215,9 +212,7 @@ Deno.test("appends write no counters: open resumes the seq and the log's bytes f
     } finally {
       again.close();
     }
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  }, { prefix: "awp-kv-" });
 });
 
 Deno.test("queued lines are logged a page per group, with a thread index row per thread; a trim cutting into the page drops the rows of threads it no longer holds", async () => {
