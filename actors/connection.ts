@@ -60,7 +60,7 @@ import { LineReader } from "../wire/line_reader.ts";
 import { connectionClock, pingTimeouts } from "./connection_timing.ts";
 import { ActorGroups, type ChartFailureHost } from "./actor_groups.ts";
 import { type Frame, readFrame } from "../wire/read_frame.ts";
-import { plainPongLine, readPlainPing } from "../wire/ping_line.ts";
+import { plainPongLine, readPlainLine } from "../wire/plain_line.ts";
 import { verify } from "../wire/keys.ts";
 import { authTranscript } from "../wire/transcript.ts";
 import { decodeBase64, encodeBase64Url } from "../wire/base64.ts";
@@ -639,10 +639,11 @@ export class Connection {
           );
           break;
         }
-        // A ping in the shape dialers send, while the session is up, is read
-        // without the JSON parser and the schema (the idle listener's work).
-        let frame = this.#sessionRoutes?.get("ping") === "answerPing"
-          ? readPlainPing(ev.bytes)
+        // A ping or an ack in the shape peers send, while the session is up,
+        // is read without the JSON parser and the schema (an idle
+        // listener's pings, a sender's acks).
+        let frame = this.#sessionRoutes !== undefined
+          ? readPlainLine(ev.bytes)
           : undefined;
         if (frame === undefined) {
           const read = readFrame(ev.bytes);

@@ -1,10 +1,10 @@
 /**
- * The plain ping reader accepts only what the generic path (readFrame)
- * accepts as a valid ping, with the same fields; the plain pong is the
- * generic encoder's bytes.
+ * The plain line reader accepts only what the generic path (readFrame)
+ * accepts as a valid ping or ack, with the same fields; the plain pong is
+ * the generic encoder's bytes.
  */
 import assert from "node:assert/strict";
-import { plainPongLine, readPlainPing } from "../../wire/ping_line.ts";
+import { plainPongLine, readPlainLine } from "../../wire/plain_line.ts";
 import { readFrame } from "../../wire/read_frame.ts";
 import { encodeTextLine } from "../../wire/frame.ts";
 
@@ -48,7 +48,7 @@ Deno.test("a plain ping is read as the generic path reads it, or left to it", ()
   let plain = 0;
   for (const line of LINES) {
     const bytes = enc.encode(line);
-    const fast = readPlainPing(bytes);
+    const fast = readPlainLine(bytes);
     if (fast === undefined) continue;
     plain++;
     const slow = readFrame(bytes);
@@ -72,9 +72,52 @@ Deno.test("every valid ping of the plain shape takes the plain path", () => {
       /^\{"t":"ping","id":"[ !#-[\]-~]+","ts":"\d{4}-\d\d-\d\dT\d\d:\d\d:[0-5]\d(\.\d+)?Z"\}$/
         .test(line);
     if (slow.ok && slow.frame.invalid === undefined && plainShape) {
-      assert.ok(readPlainPing(bytes), line);
+      assert.ok(readPlainLine(bytes), line);
     }
   }
+});
+
+const ack = (id: string, ts: string, th: string, re: string) =>
+  `{"t":"ack","id":"${id}","ts":"${ts}","th":"${th}","re":"${re}"}`;
+const TS = "2026-12-07T19:00:00.000Z";
+
+const ACKS = [
+  ack("01J0000000000000000000000B", TS, "t1", "01J0000000000000000000000A"),
+  ack("x", "2026-12-07T19:00:00Z", "thread with spaces", "y"),
+  ack("x", TS, "", "y"), // the schema asks no length of th or re
+  ack("x", TS, "t", ""),
+  ack("", TS, "t", "y"),
+  ack("x", "2026-02-30T00:00:00Z", "t", "y"),
+  ack("x", TS, "t\\u0041", "y"),
+  ack("x", TS, 't\\"', "y"),
+  ack("x", TS, "é", "y"),
+  ack("x", TS, "t", "y").replace("}", ',"n":1}'),
+  '{"t":"ack","id":"x","ts":"2026-12-07T19:00:00.000Z","re":"y","th":"t"}',
+  '{"t":"ack","id":"x","ts":"2026-12-07T19:00:00.000Z","th":"t"}',
+  '{"t":"ack","id":"x","ts":"2026-12-07T19:00:00.000Z","th":"t","re":"y"',
+  '{"t":"ack","id":"x","ts":"2026-12-07T19:00:00.000Z","th":"t","re":"y"}}',
+  '{"t":"acks","id":"x","ts":"2026-12-07T19:00:00.000Z","th":"t","re":"y"}',
+  '{"t":"a',
+  "",
+];
+
+Deno.test("a plain ack is read as the generic path reads it, or left to it", () => {
+  let plain = 0;
+  for (const line of ACKS) {
+    const bytes = enc.encode(line);
+    const fast = readPlainLine(bytes);
+    const slow = readFrame(bytes);
+    const validAck = slow.ok && slow.frame.invalid === undefined &&
+      slow.frame.message.t === "ack";
+    if (fast === undefined) continue;
+    plain++;
+    assert.ok(validAck, line);
+    assert.deepEqual(fast.message, slow.frame.message, line);
+    assert.equal(fast.raw, slow.frame.raw, line);
+    assert.equal(fast.size, slow.frame.size, line);
+  }
+  // The first four: the usual form, spaces in th, an empty th, an empty re.
+  assert.equal(plain, 4);
 });
 
 Deno.test("a plain pong is the generic encoder's bytes", () => {
