@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import {
   dial,
+  LINGER_MS,
   listen,
   type Listener,
   type Transport,
@@ -261,6 +262,60 @@ Deno.test("close is idempotent; writes after close reject; pending writes are dr
   assert.equal(serverEnd.endCount, 1);
   assert.throws(() => server.start({ onData() {}, onEnd() {} }), /already/);
   await shutdown(listener);
+});
+
+Deno.test("a dialed socket closed with a read pending sends its FIN, and its read ends at the peer's FIN, not in an error", async () => {
+  let accepted!: (t: Transport) => void;
+  const serverP = new Promise<Transport>((r) => accepted = r);
+  const listener = await listen("tcp:127.0.0.1:0", (t) => accepted(t));
+  const client = await dial(listener.addr);
+  const server = await serverP;
+  // What the read loop's pending read came to: an EOF, or a rejection (the
+  // error Deno builds for a read cut off by closing the socket under it).
+  const outcomes: string[] = [];
+  const source = client as unknown as {
+    read(p: Uint8Array): Promise<number | null>;
+  };
+  const read = source.read.bind(client);
+  source.read = (p) =>
+    read(p).then((n) => {
+      outcomes.push(n === null ? "eof" : "data");
+      return n;
+    }, (error) => {
+      outcomes.push("rejected");
+      throw error;
+    });
+  const clientEnd = collect(client);
+  const serverEnd = collect(server);
+  await client.write(enc.encode('{"t":"ping"}\n'));
+  while (serverEnd.total === 0) await new Promise((r) => setTimeout(r, 5));
+  client.close();
+  assert.equal(client.closed, true);
+  // The server sees our FIN, and closes in turn: our read ends with an EOF.
+  await serverEnd.ended;
+  assert.equal(serverEnd.endError, undefined);
+  server.close();
+  await clientEnd.ended;
+  assert.deepEqual(outcomes, ["eof"]);
+  assert.equal(clientEnd.endError, undefined);
+  await shutdown(listener);
+});
+
+Deno.test(`a dialed socket whose peer never closes is closed anyway (after LINGER_MS, ${LINGER_MS} ms)`, async () => {
+  const raw = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const held = raw.accept(); // accepted, never read from nor closed
+  const client = await dial(`tcp:127.0.0.1:${raw.addr.port}`);
+  const peer = await held;
+  const clientEnd = collect(client);
+  client.close();
+  // Ends only once the socket is closed: the linger's timer did it.
+  await clientEnd.ended;
+  assert.equal(clientEnd.endError, undefined);
+  assert.equal(clientEnd.endCount, 1);
+  // The socket is closed: the peer reads our FIN, then nothing.
+  assert.equal(await peer.read(new Uint8Array(16)), null);
+  peer.close();
+  raw.close();
 });
 
 Deno.test("dial errors are one clear line", async () => {
