@@ -126,6 +126,8 @@ export class KvStore implements Store {
       logBytes?: number;
       /** The log's checkpoint as stored (see `TrafficLog.resume`). */
       checkpoint?: { seq: number; logBytes: number };
+      /** The seq received pages are chained after (see `TrafficLog.resume`). */
+      chainFrom?: number;
     } = {},
     options: KvStoreOptions = {},
   ) {
@@ -135,6 +137,7 @@ export class KvStore implements Store {
       seq: resume.seq ?? 0,
       logBytes: resume.logBytes ?? 0,
       checkpoint: resume.checkpoint,
+      chainFrom: resume.chainFrom,
     }, options);
     this.#outbox = new Outbox(this.#c, resume.lastId, this.#log);
     this.#threads = new ThreadRecords(this.#c);
@@ -166,6 +169,7 @@ export class KvStore implements Store {
       await store.#cleanStaged();
       await store.#dropLegacyIndexes();
       await store.#c.submit(true, (tx) => foldSeenRows(tx, backend));
+      await store.#log.markChain();
       await store.#outbox.load();
       await store.#log.trim();
       return store;

@@ -6,7 +6,7 @@
  *
  * | key | value |
  * |-----|-------|
- * | `["rx", pk, tk, ik]` | `{ at, seq, log, id? }`: dedup of a received content line, and where it is logged (`id` when `ik` is hashed) |
+ * | `["rx", pk, tk, ik]` | `at` (receive time, ms), or `{ at, id }` when `ik` is hashed: dedup of a received content line |
  * | `["thr", pk, tk]` `.seen` | `{ th?, id?, floor?, max? }` last received id; dedup floor; highest id (above it, no `rx` read) |
  *
  * The per-thread marker (`seen`) lives in the thread's row beside its
@@ -16,18 +16,20 @@
  * (`foldSeenRows`).
  *
  * A received line's only row of its own is its `rx` row: its log entry is
- * in its group's log page (`["log", log]`, see {@link TrafficLog}), whose
- * by-thread index the `rx` rows are. Stores written before pages have
- * `rx` rows of a receive time alone (`at`, or `{ at, id }`), with a log
- * entry and a `logt` row per line: still read as they are.
+ * in its group's log page (`["log", log]`, see {@link TrafficLog}), which
+ * its thread's row chains to the thread's earlier pages (the row's `log`,
+ * the page's `prev`). Stores written before that chain have `rx` rows
+ * `{ at, seq, log }` that index their pages by thread, and stores written
+ * before pages `rx` rows of a receive time alone with a log entry and a
+ * `logt` row per line: both still read as they are.
  *
  * Dedup is bounded by retention ({@link ReceivedLines.compact}): exact
  * received ids older than a time are forgotten and the thread's `floor`
  * rises to the highest of them; afterwards an id at or below the floor
  * counts as a duplicate. That is exact for senders whose ids increase
  * (NOTES item 3); a sender that reuses lower ids after the retention window
- * would be taken for a replay. What stays per thread is one `seen` record,
- * and that goes too once the thread ended and did not change since
+ * would be taken for a replay. What stays per thread is its marker, and
+ * that goes too once the thread ended and did not change since
  * ({@link ReceivedLines.forgetEnded}).
  *
  * @module
@@ -189,6 +191,8 @@ export class ReceivedLines {
     // This call's view of each thread's row (marker and record).
     const rows = new Map<string, ThreadRow>();
     const dirty = new Set<string>();
+    // Threads with a line in the open group (their page pointer moves).
+    const paged = new Set<string>();
     // The open group's lines: log entries, and `rx` keys (written with
     // the page's key once it is known; until then dedup asks `pending`).
     const entries: LogEntry[] = [];
@@ -197,20 +201,30 @@ export class ReceivedLines {
     let groupBytes = 0;
     const closeGroup = async () => {
       if (entries.length > 0) {
-        const log = await this.#log.appendPage(tx, entries);
+        // The page names each thread's page before it; the thread's row
+        // then names this one (see `TrafficLog`: a query by thread walks
+        // them back).
+        let prev: Record<string, number> | undefined;
+        for (const tk of paged) {
+          const before = rows.get(tk)!.log;
+          if (before !== undefined) (prev ??= {})[tk] = before;
+        }
+        const log = await this.#log.appendPage(tx, entries, prev);
+        for (const tk of paged) {
+          rows.get(tk)!.log = log;
+          dirty.add(tk);
+        }
         for (let i = 0; i < entries.length; i++) {
-          const { seq, id } = entries[i];
           const rxKey = rxKeys[i];
-          tx.set(
-            rxKey,
-            rxKey[3] === id ? { at, seq, log } : { at, seq, log, id },
-          );
+          const id = entries[i].id!;
+          tx.set(rxKey, rxKey[3] === id ? at : { at, id });
         }
       }
       for (const tk of dirty) {
         await tx.putRecord(threadRowKey(pk, tk), rows.get(tk));
       }
       dirty.clear();
+      paged.clear();
       entries.length = 0;
       rxKeys.length = 0;
       pending.clear();
@@ -255,6 +269,7 @@ export class ReceivedLines {
         at,
       });
       entries.push(entry);
+      if (line.th !== undefined) paged.add(tk);
       rxKeys.push(rxKey);
       pending.add(encodeKey(rxKey));
       out.push({ id: line.id, duplicate, seq: entry.seq });
@@ -319,7 +334,8 @@ export class ReceivedLines {
       ) {
         forgotten.add(encodeKey(key));
         if (row.seen === undefined) continue;
-        await tx.putRecord(key, record);
+        const { seen: _, ...kept } = row; // the page pointer stays
+        await tx.putRecord(key, kept);
         tx.cut();
       }
     }

@@ -2,8 +2,9 @@
  * {@link ThreadRecords}: one row per thread with a peer, at
  * `["thr", pk, tk]` (a {@link ThreadRow}): the {@link ThreadRecord}
  * (subject, both sides' soft state, unread count) and the received side's
- * {@link SeenMarker} (dedup and resume, see `ReceivedLines`), so a commit
- * of received lines writes one row per thread, not two. A thread (or the
+ * {@link SeenMarker} (dedup and resume, see `ReceivedLines`) and the key of
+ * the thread's newest received log page (`log`), so a commit of received
+ * lines writes one row per thread, not two. A thread (or the
  * unthreaded lines, `tk` `""`) that received content but no msg or state
  * has a row with the marker alone: it is no thread record, and
  * {@link ThreadRecords.list} and {@link ThreadRecords.get} skip it.
@@ -77,7 +78,15 @@ export interface SeenMarker {
  * console.log(recordOf(row)); // undefined
  * ```
  */
-export type ThreadRow = Partial<ThreadRecord> & { seen?: SeenMarker };
+export type ThreadRow = Partial<ThreadRecord> & {
+  seen?: SeenMarker;
+  /**
+   * The key seq of the newest log page holding a line received in the
+   * thread; each page names the one before (`LogPage.prev`), so a query by
+   * thread reads only the thread's pages.
+   */
+  log?: number;
+};
 
 /**
  * The thread record a row holds, without its marker; undefined for a row
@@ -95,7 +104,7 @@ export function recordOf(
   row: ThreadRow | undefined,
 ): ThreadRecord | undefined {
   if (row?.created === undefined) return undefined;
-  const { seen: _, ...record } = row;
+  const { seen: _, log: __, ...record } = row;
   return record as ThreadRecord;
 }
 
@@ -194,10 +203,13 @@ export class ThreadRecords {
     }
     const key = threadRecordKey(record.peer, record.th);
     return this.#c.submit(false, async (tx) => {
-      const { seen } = await tx.getRecord<ThreadRow>(key) ?? {};
+      const { seen, log } = await tx.getRecord<ThreadRow>(key) ?? {};
       const row: ThreadRow = { ...record };
-      delete row.seen; // only received lines write the marker
+      // Only received lines write the marker and the page pointer.
+      delete row.seen;
+      delete row.log;
       if (seen !== undefined) row.seen = seen;
+      if (log !== undefined) row.log = log;
       await tx.putRecord(key, row);
     }, [key]);
   }

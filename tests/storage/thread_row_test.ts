@@ -10,7 +10,10 @@ import type { Key, Mutation } from "../../storage/kv/key.ts";
 import { DenoKvBackend } from "../../storage/kv/kv_backend.ts";
 import { KvStore } from "../../storage/kv_store.ts";
 import type { IncomingLine } from "../../storage/store.ts";
-import { receivedLine } from "../helpers/counting_kv_backend.ts";
+import {
+  CountingKvBackend,
+  receivedLine,
+} from "../helpers/counting_kv_backend.ts";
 import { withTempDir } from "../helpers/temp_dir.ts";
 
 const PEER = "ed25519:x";
@@ -227,4 +230,153 @@ Deno.test("a store with seen rows (the layout before the fold) opens: markers mo
       moved,
     );
   }, { prefix: "awp-thr-" });
+});
+
+Deno.test("a query by thread walks the thread's pages back from its row: no rx listing, no other thread's page", async () => {
+  const backend = new CountingKvBackend(await Deno.openKv(":memory:"));
+  // As open makes it: every received page chained.
+  const store = new KvStore(backend, { chainFrom: 0 });
+  try {
+    // Pages alternate between threads "t" and "u"; "u" has many more lines.
+    let n = 0;
+    const seqsOf = new Map<string, number[]>();
+    for (let round = 0; round < 6; round++) {
+      for (const [th, count] of [["t", 2], ["u", 20]] as const) {
+        const lines = Array.from(
+          { length: count },
+          () => receivedLine(th, n++),
+        );
+        const outcomes = await store.receive(PEER, lines);
+        seqsOf.set(th, [
+          ...seqsOf.get(th) ?? [],
+          ...outcomes.map((o) => o.seq!),
+        ]);
+      }
+    }
+    await store.log([{
+      peer: PEER,
+      dir: "out",
+      t: "msg",
+      th: "t",
+      line: "{}",
+      at: 1,
+    }]);
+    const all = await store.readLog();
+    const expected = (after: number, limit = Infinity) =>
+      all.filter((e) => e.th === "t" && e.seq > after).slice(0, limit)
+        .map((e) => e.seq);
+    const t = seqsOf.get("t")!;
+    for (
+      const [after, limit] of [[0, Infinity], [t[5], Infinity], [t[5], 3], [
+        t[11],
+        Infinity,
+      ], [9999, Infinity]]
+    ) {
+      const gets = backend.gets;
+      const rx = backend.lists.get("rx") ?? 0;
+      const got = await store.readLog({ peer: PEER, th: "t", after, limit });
+      assert.deepEqual(got.map((e) => e.seq), expected(after, limit));
+      assert.equal(backend.lists.get("rx") ?? 0, rx, "no rx listing");
+      // The thread's row, its pages not older than `after`, the sent entry.
+      const pages = Math.ceil(t.filter((s) => s > after).length / 2);
+      assert.ok(
+        backend.gets - gets <= 1 + pages + 1,
+        `${backend.gets - gets} reads for ${pages} pages`,
+      );
+    }
+  } finally {
+    store.close();
+  }
+});
+
+Deno.test("the chain after a trim, a putThread and a store reopened: the same entries as a scan", async () => {
+  await withTempDir(async (dir) => {
+    const path = `${dir}/awp.kv`;
+    let store = await KvStore.open(path, { maxLogEntries: 30 });
+    let n = 0;
+    for (let i = 0; i < 12; i++) {
+      await store.receive(PEER, [
+        receivedLine("t", n++),
+        receivedLine("u", n++),
+        receivedLine("t", n++),
+      ]);
+    }
+    const record = (await store.thread(PEER, "t"))!;
+    await store.putThread({ ...record, unread: 0 });
+    store.close();
+    store = await KvStore.open(path, { maxLogEntries: 30 });
+    try {
+      await store.setMeta("settle", 1);
+      const scan = (await store.readLog()).filter((e) => e.th === "t");
+      assert.ok(scan.length > 0 && scan.length < 24, "trimmed");
+      assert.deepEqual(
+        (await store.readLog({ peer: PEER, th: "t" })).map((e) => e.seq),
+        scan.map((e) => e.seq),
+      );
+    } finally {
+      store.close();
+    }
+  }, { prefix: "awp-chain-" });
+});
+
+Deno.test("a store whose received pages were indexed by rx rows opens: a query by thread reads old and new entries", async () => {
+  await withTempDir(async (dir) => {
+    const path = `${dir}/awp.kv`;
+    const kv = await Deno.openKv(path);
+    const at = Date.now();
+    const old = [
+      receivedLine("t", 1),
+      receivedLine("u", 2),
+      receivedLine("t", 3),
+    ];
+    await kv.set(
+      ["log", 3],
+      record({
+        peer: PEER,
+        dir: "in",
+        at,
+        entries: old.map((l, i) => ({
+          seq: i + 1,
+          t: "msg",
+          id: l.id,
+          th: l.th,
+          line: l.raw,
+        })),
+      }),
+    );
+    for (const [i, l] of old.entries()) {
+      await kv.set(["rx", PEER, l.th!, l.id], { at, seq: i + 1, log: 3 });
+    }
+    await kv.set(
+      ["seen", PEER, "t"],
+      record({ th: "t", id: old[2].id, max: old[2].id }),
+    );
+    await kv.set(
+      ["seen", PEER, "u"],
+      record({ th: "u", id: old[1].id, max: old[1].id }),
+    );
+    await kv.set(["seq", "log"], 3);
+    kv.close();
+    const store = await KvStore.open(path);
+    try {
+      const fresh = [receivedLine("t", 4), receivedLine("t", 5)];
+      const outcomes = await store.receive(PEER, [old[0], ...fresh]);
+      assert.deepEqual(outcomes.map((o) => o.duplicate), [true, false, false]);
+      assert.deepEqual(
+        (await store.readLog({ peer: PEER, th: "t" })).map((e) => e.id),
+        [old[0].id, old[2].id, fresh[0].id, fresh[1].id],
+      );
+      assert.deepEqual(
+        (await store.readLog({ peer: PEER, th: "t", after: 1, limit: 2 }))
+          .map((e) => e.seq),
+        [3, 4],
+      );
+      assert.deepEqual(
+        (await store.readLog({ peer: PEER, th: "u" })).map((e) => e.seq),
+        [2],
+      );
+    } finally {
+      store.close();
+    }
+  }, { prefix: "awp-chain-" });
 });
