@@ -645,7 +645,8 @@ export class TrafficLog {
         for (const seq of page.seqs) if (seq >= start) hold(row, seq);
       } else hold(row, row);
     }
-    if (start <= this.#chainFrom) {
+    // Seqs start at 1: a store that always chained (0) lists none.
+    if (Math.max(start, 1) <= this.#chainFrom) {
       for await (
         const { value } of this.#c.backend.list({ prefix: ["rx", pk, tk] })
       ) {

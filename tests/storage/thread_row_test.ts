@@ -267,18 +267,22 @@ Deno.test("a query by thread walks the thread's pages back from its row: no rx l
         .map((e) => e.seq);
     const t = seqsOf.get("t")!;
     for (
-      const [after, limit] of [[0, Infinity], [t[5], Infinity], [t[5], 3], [
-        t[11],
-        Infinity,
-      ], [9999, Infinity]]
+      const [after, limit] of [
+        [undefined, Infinity],
+        [0, Infinity],
+        [t[5], Infinity],
+        [t[5], 3],
+        [t[11], Infinity],
+        [9999, Infinity],
+      ] as Array<[number | undefined, number]>
     ) {
       const gets = backend.gets;
       const rx = backend.lists.get("rx") ?? 0;
       const got = await store.readLog({ peer: PEER, th: "t", after, limit });
-      assert.deepEqual(got.map((e) => e.seq), expected(after, limit));
+      assert.deepEqual(got.map((e) => e.seq), expected(after ?? 0, limit));
       assert.equal(backend.lists.get("rx") ?? 0, rx, "no rx listing");
       // The thread's row, its pages not older than `after`, the sent entry.
-      const pages = Math.ceil(t.filter((s) => s > after).length / 2);
+      const pages = Math.ceil(t.filter((s) => s > (after ?? 0)).length / 2);
       assert.ok(
         backend.gets - gets <= 1 + pages + 1,
         `${backend.gets - gets} reads for ${pages} pages`,
