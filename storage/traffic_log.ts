@@ -611,18 +611,31 @@ export class TrafficLog {
         if (e.peer === peer && e.th === th) found.set(e.seq, e);
       }
     };
-    // Received pages, newest first, by the chain.
-    const row = await this.#c.read<ThreadRow>(threadRowKey(pk, tk));
-    let pageKey = row?.log;
-    while (
-      pageKey !== undefined && pageKey >= start &&
-      pageKey > this.#droppedThrough
-    ) {
-      const page = await this.#c.read<LogEntry | LogPage>(["log", pageKey]);
-      // Gone: trimmed, and every older page with it.
-      if (page === undefined || !("entries" in page)) break;
-      take(page);
-      pageKey = page.prev?.[tk];
+    // With a limit, the log scanned from `start` may hold the first
+    // `limit` entries long before the walk back reaches `start` (a busy
+    // thread asked for its oldest lines): both go a row at a time, and the
+    // first one done answers.
+    const scan = limit === Infinity
+      ? undefined
+      : this.#scanThread(peer, th, start, limit);
+    try {
+      // Received pages, newest first, by the chain.
+      const row = await this.#c.read<ThreadRow>(threadRowKey(pk, tk));
+      let pageKey = row?.log;
+      while (
+        pageKey !== undefined && pageKey >= start &&
+        pageKey > this.#droppedThrough
+      ) {
+        const scanned = await scan?.next();
+        if (scanned?.done) return scanned.value;
+        const page = await this.#c.read<LogEntry | LogPage>(["log", pageKey]);
+        // Gone: trimmed, and every older page with it.
+        if (page === undefined || !("entries" in page)) break;
+        take(page);
+        pageKey = page.prev?.[tk];
+      }
+    } finally {
+      await scan?.return([]);
     }
     // Seq → key seq of the row holding it: single entries and sent pages
     // by `logt`, received pages before the chain by their `rx` rows.
@@ -663,6 +676,32 @@ export class TrafficLog {
     }
     const out = [...found.values()].sort((a, b) => a.seq - b.seq);
     if (out.length > limit) out.length = limit;
+    return out;
+  }
+
+  /**
+   * The first `limit` entries of thread `th` with `peer` from seq `start`
+   * on, by scanning the log in seq order: yields after each row, returns
+   * the entries once it has them (or the log ends).
+   */
+  async *#scanThread(
+    peer: string,
+    th: string,
+    start: number,
+    limit: number,
+  ): AsyncGenerator<void, LogEntry[]> {
+    const out: LogEntry[] = [];
+    const range = { start: ["log", start], end: ["log", END_SEQ] };
+    for await (const { value } of listRecords(this.#c.backend, range, 2)) {
+      for (const entry of pageEntries(value as LogEntry | LogPage)) {
+        if (entry.seq < start || entry.peer !== peer || entry.th !== th) {
+          continue;
+        }
+        out.push(entry);
+        if (out.length >= limit) return out;
+      }
+      yield;
+    }
     return out;
   }
 

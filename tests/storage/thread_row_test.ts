@@ -272,6 +272,8 @@ Deno.test("a query by thread walks the thread's pages back from its row: no rx l
         [0, Infinity],
         [t[5], Infinity],
         [t[5], 3],
+        [undefined, 5], // the scan from the start answers first
+        [t[1], 13], // the sent entry (last) included
         [t[11], Infinity],
         [9999, Infinity],
       ] as Array<[number | undefined, number]>
