@@ -169,7 +169,7 @@ export class KvStore implements Store {
       await store.#cleanStaged();
       await store.#dropLegacyIndexes();
       await store.#c.submit(true, (tx) => foldSeenRows(tx, backend));
-      await store.#log.markChain();
+      store.#log.markChain();
       await store.#outbox.load();
       await store.#log.trim();
       return store;

@@ -275,6 +275,8 @@ export class TrafficLog {
    * every query by thread lists the `rx` rows too.
    */
   #chainFrom: number;
+  /** {@link LOG_CHAIN} is known here but not yet in the store. */
+  #chainUnwritten = false;
 
   /**
    * The log written through `committer`, resuming at `seq` with `logBytes`
@@ -431,6 +433,10 @@ export class TrafficLog {
     this.#checkpointed = { seq: this.#seq, logBytes: this.#logBytes };
     tx.set(LOG_SEQ, this.#seq);
     tx.set(LOG_BYTES, this.#logBytes);
+    if (this.#chainUnwritten) {
+      this.#chainUnwritten = false;
+      tx.set(LOG_CHAIN, this.#chainFrom);
+    }
   }
 
   /**
@@ -709,13 +715,14 @@ export class TrafficLog {
    * Marks every received page logged from now on as chained by thread
    * ({@link LOG_CHAIN}), if the store has no mark yet: pages logged before
    * (a store written by an older layout) are found by their `rx` rows.
-   * Open calls it once; a store that has the mark writes nothing.
+   * Open calls it once.
    */
-  markChain(): Promise<void> {
-    if (this.#chainFrom !== Infinity) return Promise.resolve();
-    return this.#c.submit(true, (tx) => {
-      this.#chainFrom = this.#seq;
-      tx.set(LOG_CHAIN, this.#seq);
-    });
+  markChain(): void {
+    if (this.#chainFrom !== Infinity) return;
+    // Every page before now is; the mark rides along with the next
+    // checkpoint (no commit of its own). Lost in a crash before, the next
+    // open marks a later seq: still after every unchained page.
+    this.#chainFrom = this.#seq;
+    this.#chainUnwritten = true;
   }
 }
