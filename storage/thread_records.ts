@@ -58,6 +58,13 @@ export function threadEnded(record: ThreadRecord): boolean {
  * Dedup and resume state of the lines received in one thread (or of the
  * unthreaded ones): the last content id (sent in `resume`), the dedup
  * floor, and the highest id (any higher one is new without a read).
+ *
+ * @example
+ * ```ts
+ * import type { SeenMarker } from "./thread_records.ts";
+ * const seen: SeenMarker = { th: "t", id: "02", floor: "01", max: "02" };
+ * console.log("03" > seen.max!); // true: new without reading its rx row
+ * ```
  */
 export interface SeenMarker {
   th?: string;

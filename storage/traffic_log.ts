@@ -187,6 +187,12 @@ export const LOG_BYTES: Key = ["seq", "logbytes"];
 /**
  * The highest seq logged before received pages were chained by thread:
  * a query by thread reaching back to it also lists the thread's `rx` rows.
+ *
+ * @example
+ * ```ts
+ * import { LOG_CHAIN } from "./traffic_log.ts";
+ * console.log(LOG_CHAIN.join("/")); // seq/chain
+ * ```
  */
 export const LOG_CHAIN: Key = ["seq", "chain"];
 const END_SEQ = Number.MAX_SAFE_INTEGER;
