@@ -13,8 +13,8 @@
  * | key | value | module |
  * |-----|-------|--------|
  * | `["ob", pk, id]`, `["id", "last"]` | outbox entry; highest id | {@link Outbox} (outbox.ts) |
- * | `["rx", pk, tk, ik]`, `["seen", pk, tk]` | dedup and log index of a received line, resume watermark | {@link ReceivedLines} (received_lines.ts) |
- * | `["thr", pk, tk]` | {@link ThreadRecord} | {@link ThreadRecords} (thread_records.ts) |
+ * | `["rx", pk, tk, ik]` | dedup and log index of a received line | {@link ReceivedLines} (received_lines.ts) |
+ * | `["thr", pk, tk]` | {@link ThreadRecord} and the thread's resume watermark and dedup marker (`seen`) | {@link ThreadRecords} (thread_records.ts), {@link ReceivedLines} |
  * | `["log", seq]`, `["logt", pk, tk, seq]`, `["seq", …]` | traffic log (received lines: a page per group) | {@link TrafficLog} (traffic_log.ts) |
  * | `["peer", pk]` | {@link PeerRecord} | {@link PeerRecords} (peer_records.ts) |
  * | `["grant", kind, hash]`, `["revoked", hash]` | grants, revocations | {@link GrantRecords} (grant_records.ts) |
@@ -27,7 +27,8 @@
  *
  * Stores written before the in-memory outbox index have `obt`, `obc`,
  * `obq`, `obx`, `rxq` and `logp` (log by peer) index rows; open deletes
- * them.
+ * them. Stores written before the fold of the marker into the thread's row
+ * have `["seen", pk, tk]` rows; open moves them ({@link foldSeenRows}).
  *
  * @module
  */
@@ -61,7 +62,7 @@ import type {
   ThreadPatch,
   ThreadRecord,
 } from "./store.ts";
-import { ThreadRecords } from "./thread_records.ts";
+import { foldSeenRows, ThreadRecords } from "./thread_records.ts";
 import {
   checkMaxLog,
   TrafficLog,
@@ -125,19 +126,22 @@ export class KvStore implements Store {
       logBytes?: number;
       /** The log's checkpoint as stored (see `TrafficLog.resume`). */
       checkpoint?: { seq: number; logBytes: number };
+      /** The seq received pages are chained after (see `TrafficLog.resume`). */
+      chainFrom?: number;
     } = {},
     options: KvStoreOptions = {},
   ) {
-    // A received line reads its thread's seen and thread records: from memory.
-    this.#c = new GroupCommitter(backend, ["seen", "thr"]);
+    // A received line reads its thread's row: from memory.
+    this.#c = new GroupCommitter(backend, ["thr"]);
     this.#log = new TrafficLog(this.#c, {
       seq: resume.seq ?? 0,
       logBytes: resume.logBytes ?? 0,
       checkpoint: resume.checkpoint,
+      chainFrom: resume.chainFrom,
     }, options);
     this.#outbox = new Outbox(this.#c, resume.lastId, this.#log);
     this.#threads = new ThreadRecords(this.#c);
-    this.#received = new ReceivedLines(this.#c, this.#log, this.#threads);
+    this.#received = new ReceivedLines(this.#c, this.#log);
     this.#peers = new PeerRecords(this.#c);
     this.#grants = new GrantRecords(this.#c);
     this.#blobs = new BlobRecords(this.#c);
@@ -164,6 +168,8 @@ export class KvStore implements Store {
       }, options);
       await store.#cleanStaged();
       await store.#dropLegacyIndexes();
+      await store.#c.submit(true, (tx) => foldSeenRows(tx, backend));
+      store.#log.markChain();
       await store.#outbox.load();
       await store.#log.trim();
       return store;

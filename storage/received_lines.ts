@@ -6,22 +6,30 @@
  *
  * | key | value |
  * |-----|-------|
- * | `["rx", pk, tk, ik]` | `{ at, seq, log, id? }`: dedup of a received content line, and where it is logged (`id` when `ik` is hashed) |
- * | `["seen", pk, tk]` | `{ th?, id?, floor?, max? }` last received id; dedup floor; highest id (above it, no `rx` read) |
+ * | `["rx", pk, tk, ik]` | `at` (receive time, ms), or `{ at, id }` when `ik` is hashed: dedup of a received content line |
+ * | `["thr", pk, tk]` `.seen` | `{ th?, id?, floor?, max? }` last received id; dedup floor; highest id (above it, no `rx` read) |
+ *
+ * The per-thread marker (`seen`) lives in the thread's row beside its
+ * thread record ({@link ThreadRow}), so a commit writes one row per thread
+ * it received in, not a `seen` row and a `thr` row. Stores written before
+ * kept it in a `["seen", pk, tk]` row: open moves those
+ * (`foldSeenRows`).
  *
  * A received line's only row of its own is its `rx` row: its log entry is
- * in its group's log page (`["log", log]`, see {@link TrafficLog}), whose
- * by-thread index the `rx` rows are. Stores written before pages have
- * `rx` rows of a receive time alone (`at`, or `{ at, id }`), with a log
- * entry and a `logt` row per line: still read as they are.
+ * in its group's log page (`["log", log]`, see {@link TrafficLog}), which
+ * its thread's row chains to the thread's earlier pages (the row's `log`,
+ * the page's `prev`). Stores written before that chain have `rx` rows
+ * `{ at, seq, log }` that index their pages by thread, and stores written
+ * before pages `rx` rows of a receive time alone with a log entry and a
+ * `logt` row per line: both still read as they are.
  *
  * Dedup is bounded by retention ({@link ReceivedLines.compact}): exact
  * received ids older than a time are forgotten and the thread's `floor`
  * rises to the highest of them; afterwards an id at or below the floor
  * counts as a duplicate. That is exact for senders whose ids increase
  * (NOTES item 3); a sender that reuses lower ids after the retention window
- * would be taken for a replay. What stays per thread is one `seen` record,
- * and that goes too once the thread ended and did not change since
+ * would be taken for a replay. What stays per thread is its marker, and
+ * that goes too once the thread ended and did not change since
  * ({@link ReceivedLines.forgetEnded}).
  *
  * @module
@@ -39,29 +47,23 @@ import type {
   LogEntry,
   ReceiveExtras,
   ReceiveOutcome,
-  ThreadRecord,
 } from "./store.ts";
 import {
+  ensureRecord,
+  recordOf,
+  type SeenMarker,
   takeReceived,
   threadEnded,
-  type ThreadRecords,
+  type ThreadRow,
+  threadRowKey,
 } from "./thread_records.ts";
 import type { TrafficLog } from "./traffic_log.ts";
 import { CONTENT_TYPES } from "../wire/types.ts";
 import { timestamp } from "../wire/time.ts";
 
-/** Dedup and resume state of one thread (or of unthreaded lines). */
-interface SeenRecord {
-  th?: string;
-  id?: string;
-  floor?: string;
-  /** The highest id received in the thread: any higher one is new. */
-  max?: string;
-}
-
 /**
  * Most lines in one atomic group: each writes its `rx` row, and up to its
- * thread's seen and thread record, beside the group's log page (and its
+ * thread's row, beside the group's log page (and its
  * parts), under Deno KV's 1,000 mutations per commit.
  */
 const GROUP_LINES = 150;
@@ -107,19 +109,13 @@ export const RX_FLOOR: Key = ["rxfloor"];
 export class ReceivedLines {
   #c: GroupCommitter;
   #log: TrafficLog;
-  #threads: ThreadRecords;
-  /** Every peer's `seen` records lately resumed with, in memory. */
+  /** Every peer's markers lately resumed with, in memory. */
   #seenIndex = new SeenIndex();
 
   /** Lines committed through `committer`, logged in `log`. */
-  constructor(
-    committer: GroupCommitter,
-    log: TrafficLog,
-    threads: ThreadRecords,
-  ) {
+  constructor(committer: GroupCommitter, log: TrafficLog) {
     this.#c = committer;
     this.#log = log;
-    this.#threads = threads;
     committer.observe((mutations, ok) =>
       this.#seenIndex.changed(mutations, ok)
     );
@@ -153,15 +149,15 @@ export class ReceivedLines {
     const pk = keyText(peer);
     // The `rx` rows are not read ahead: a line above its thread's `max` is
     // new without a read, which is every line of an in-order sender.
-    // The thread record is read only for a msg or state (`touch`). Both
-    // usually come from the committer's memory (`CommittedCache`): only
-    // those not in it are read ahead from KV.
-    const prefetch: Key[] = lines.flatMap((line): Key[] => {
+    // The thread's row usually comes from the committer's memory
+    // (`CommittedCache`): only one not in it is read ahead from KV.
+    const prefetch: Key[] = [];
+    let last: string | undefined;
+    for (const line of lines) {
       const tk = threadKey(line.th);
-      return line.th !== undefined && (line.t === "msg" || line.t === "state")
-        ? [["seen", pk, tk], ["thr", pk, tk]]
-        : [["seen", pk, tk]];
-    });
+      if (tk !== last) prefetch.push(threadRowKey(pk, tk));
+      last = tk;
+    }
     return this.#c.submit(
       false,
       (tx) => this.#build(tx, peer, pk, lines, also),
@@ -172,9 +168,9 @@ export class ReceivedLines {
   /**
    * Writes the lines in atomic groups of several (up to
    * {@link GROUP_LINES} lines and about {@link GROUP_BYTES}): each group
-   * holds its lines' `rx` rows and their log page, and the seen markers
-   * and thread records as of its last line, written once per group rather
-   * than once per line. A group commits whole or not at all,
+   * holds its lines' `rx` rows and their log page, and the rows of their
+   * threads (marker and record) as of its last line, written once per
+   * group rather than once per line. A group commits whole or not at all,
    * so a thread's `max` never lags its `rx` rows (a line above `max` is
    * taken as new without reading its row).
    */
@@ -192,11 +188,11 @@ export class ReceivedLines {
     for (const record of also.blobs ?? []) {
       await tx.putRecord(blobKey(record), record);
     }
-    // This call's view of each thread's seen record and thread record.
-    const seens = new Map<string, SeenRecord | undefined>();
-    const threads = new Map<string, ThreadRecord>();
-    const dirtySeen = new Set<string>();
-    const dirtyThreads = new Set<string>();
+    // This call's view of each thread's row (marker and record).
+    const rows = new Map<string, ThreadRow>();
+    const dirty = new Set<string>();
+    // Threads with a line in the open group (their page pointer moves).
+    const paged = new Set<string>();
     // The open group's lines: log entries, and `rx` keys (written with
     // the page's key once it is known; until then dedup asks `pending`).
     const entries: LogEntry[] = [];
@@ -205,24 +201,30 @@ export class ReceivedLines {
     let groupBytes = 0;
     const closeGroup = async () => {
       if (entries.length > 0) {
-        const log = await this.#log.appendPage(tx, entries);
+        // The page names each thread's page before it; the thread's row
+        // then names this one (see `TrafficLog`: a query by thread walks
+        // them back).
+        let prev: Record<string, number> | undefined;
+        for (const tk of paged) {
+          const before = rows.get(tk)!.log;
+          if (before !== undefined) (prev ??= {})[tk] = before;
+        }
+        const log = await this.#log.appendPage(tx, entries, prev);
+        for (const tk of paged) {
+          rows.get(tk)!.log = log;
+          dirty.add(tk);
+        }
         for (let i = 0; i < entries.length; i++) {
-          const { seq, id } = entries[i];
           const rxKey = rxKeys[i];
-          tx.set(
-            rxKey,
-            rxKey[3] === id ? { at, seq, log } : { at, seq, log, id },
-          );
+          const id = entries[i].id!;
+          tx.set(rxKey, rxKey[3] === id ? at : { at, id });
         }
       }
-      for (const tk of dirtySeen) {
-        await tx.putRecord(["seen", pk, tk], seens.get(tk));
+      for (const tk of dirty) {
+        await tx.putRecord(threadRowKey(pk, tk), rows.get(tk));
       }
-      for (const tk of dirtyThreads) {
-        await this.#threads.write(tx, threads.get(tk)!);
-      }
-      dirtySeen.clear();
-      dirtyThreads.clear();
+      dirty.clear();
+      paged.clear();
       entries.length = 0;
       rxKeys.length = 0;
       pending.clear();
@@ -240,10 +242,12 @@ export class ReceivedLines {
       ) await closeGroup();
       const tk = threadKey(line.th);
       const rxKey: Key = ["rx", pk, tk, keyText(line.id)];
-      if (!seens.has(tk)) {
-        seens.set(tk, await tx.getRecord<SeenRecord>(["seen", pk, tk]));
+      let row = rows.get(tk);
+      if (!row) {
+        row = await tx.getRecord<ThreadRow>(threadRowKey(pk, tk)) ?? {};
+        rows.set(tk, row);
       }
-      const seen = seens.get(tk);
+      const seen = row.seen;
       const above = seen?.max !== undefined && line.id > seen.max;
       const duplicate = !above && (
         (seen?.floor !== undefined && line.id <= seen.floor) ||
@@ -265,6 +269,7 @@ export class ReceivedLines {
         at,
       });
       entries.push(entry);
+      if (line.th !== undefined) paged.add(tk);
       rxKeys.push(rxKey);
       pending.add(encodeKey(rxKey));
       out.push({ id: line.id, duplicate, seq: entry.seq });
@@ -276,25 +281,20 @@ export class ReceivedLines {
         ? seen.max
         : line.id;
       if (line.th !== undefined && CONTENT_TYPES.has(line.t)) {
-        seens.set(tk, {
+        row.seen = {
           ...seen,
           th: line.th,
           id: line.id,
           ...(max === undefined ? {} : { max }),
-        });
-        dirtySeen.add(tk);
+        };
+        dirty.add(tk);
       } else if (max !== undefined && max !== seen?.max) {
-        seens.set(tk, { ...seen, max });
-        dirtySeen.add(tk);
+        row.seen = { ...seen, max };
+        dirty.add(tk);
       }
       if (line.th !== undefined && (line.t === "msg" || line.t === "state")) {
-        let record = threads.get(tk);
-        if (!record) {
-          record = await this.#threads.current(tx, peer, line.th, now);
-          threads.set(tk, record);
-        }
-        takeReceived(record, line, now);
-        dirtyThreads.add(tk);
+        takeReceived(ensureRecord(row, peer, line.th, now), line, now);
+        dirty.add(tk);
       }
     }
     await closeGroup();
@@ -308,28 +308,34 @@ export class ReceivedLines {
   async seen(peer: string): Promise<Record<string, string>> {
     const pk = keyText(requireText(peer, "seen: peer"));
     return await this.#seenIndex.seen(pk, async () => {
-      const out = new Map<string, SeenRecord>();
-      const range = { prefix: ["seen", pk] };
+      const out = new Map<string, { seen?: SeenMarker }>();
+      const range = { prefix: ["thr", pk] };
       for await (const r of listRecords(this.#c.backend, range, 3)) {
-        out.set(r.key[2] as string, r.value as SeenRecord);
+        const { seen } = r.value as ThreadRow;
+        if (seen !== undefined) out.set(r.key[2] as string, { seen });
       }
       return out;
     });
   }
 
   /**
-   * Deletes, in `tx`, the `seen` record of threads that ended and did not
-   * change since `olderThan` (ms); returns their encoded keys.
+   * Deletes, in `tx`, the marker of threads that ended and did not change
+   * since `olderThan` (ms) (their record stays); returns their rows'
+   * encoded keys.
    */
   async forgetEnded(tx: Tx, olderThan: number): Promise<Set<string>> {
     const forgotten = new Set<string>();
     const range = { prefix: ["thr"] };
     for await (const { key, value } of listRecords(this.#c.backend, range, 3)) {
-      const r = value as ThreadRecord;
-      if (threadEnded(r) && Date.parse(r.updated) < olderThan) {
-        const seenKey: Key = ["seen", key[1], key[2]];
-        forgotten.add(encodeKey(seenKey));
-        await tx.deleteRecord(seenKey);
+      const row = value as ThreadRow;
+      const record = recordOf(row);
+      if (
+        record && threadEnded(record) && Date.parse(record.updated) < olderThan
+      ) {
+        forgotten.add(encodeKey(key));
+        if (row.seen === undefined) continue;
+        const { seen: _, ...kept } = row; // the page pointer stays
+        await tx.putRecord(key, kept);
         tx.cut();
       }
     }
@@ -359,10 +365,13 @@ export class ReceivedLines {
       }
       tx.delete(key);
       tx.cut();
-      if (forgotten.has(encodeKey(["seen", pk, tk]))) continue;
-      const seen = await tx.getRecord<SeenRecord>(["seen", pk, tk]) ?? {};
+      const rowKey = threadRowKey(pk, tk);
+      if (forgotten.has(encodeKey(rowKey))) continue;
+      const row = await tx.getRecord<ThreadRow>(rowKey) ?? {};
+      const seen = row.seen ?? {};
       if (seen.floor === undefined || id > seen.floor) {
-        await tx.putRecord(["seen", pk, tk], { ...seen, floor: id });
+        row.seen = { ...seen, floor: id };
+        await tx.putRecord(rowKey, row);
       }
       tx.cut();
     }

@@ -1,13 +1,14 @@
 /**
- * {@link SeenIndex}: the `seen` records of the peers a store resumed with
- * lately, in memory, so a handshake's `resume` costs no KV list (every
- * handshake sends one; a KV list was the listener's largest storage cost
- * per handshake).
+ * {@link SeenIndex}: the received-side markers (`seen`, in the thread rows
+ * `["thr", pk, tk]`) of the peers a store resumed with lately, in memory,
+ * so a handshake's `resume` costs no KV list (every handshake sends one; a
+ * KV list was the listener's largest storage cost per handshake).
  *
- * It holds only what KV holds: a peer's records enter from a KV list that
- * no commit of `seen` records overlapped, and then follow every commit that
+ * It holds only what KV holds: a peer's rows enter from a KV list that no
+ * commit of thread rows overlapped, and then follow every commit that
  * resolved (`changed`); a commit that fails drops the peers it wrote (KV
- * may hold either value), so their next read lists KV again.
+ * may hold either value), so their next read lists KV again. A committed
+ * row is kept as written and decoded only when the peer is read.
  *
  * @module
  */
@@ -22,20 +23,25 @@ const MAX_PEER_THREADS = 4_096;
 
 const utf8 = new TextDecoder();
 
-/** A thread's stored `seen` record, or its bytes as a commit wrote them. */
-type Stored = { th?: string; id?: string } | Uint8Array | RecordText;
+/** A thread row's marker, as far as resume needs it. */
+interface Marker {
+  seen?: { th?: string; id?: string };
+}
+
+/** A thread's row (its marker), or its bytes as a commit wrote them. */
+type Stored = Marker | Uint8Array | RecordText;
 
 /**
- * Per peer (its key as stored, `keyText`), per thread key: the `seen`
- * record. Told about every commit of the store's committer.
+ * Per peer (its key as stored, `keyText`), per thread key: the thread
+ * row's marker. Told about every commit of the store's committer.
  *
  * @example
  * ```ts
  * import { SeenIndex } from "./seen_index.ts";
  * const index = new SeenIndex();
- * const load = () => Promise.resolve(new Map([["t1", { th: "t1", id: "01" }]]));
+ * const load = () => Promise.resolve(new Map([["t1", { seen: { th: "t1", id: "01" } }]]));
  * console.log(await index.seen("p", load)); // { t1: "01" }
- * index.changed([{ key: ["seen", "p", "t1"], value: new TextEncoder().encode('{"th":"t1","id":"02"}') }], true);
+ * index.changed([{ key: ["thr", "p", "t1"], value: new TextEncoder().encode('{"seen":{"th":"t1","id":"02"}}') }], true);
  * console.log(await index.seen("p", load)); // { t1: "02" }
  * ```
  */
@@ -43,16 +49,16 @@ export class SeenIndex {
   #peers = new Map<string, Map<string, Stored>>();
   /** Threads kept, over all peers. */
   #threads = 0;
-  /** Moves on with every commit that touched `seen` records. */
+  /** Moves on with every commit that touched thread rows. */
   #generation = 0;
 
   /**
    * Per thread, the last content id received from peer `pk`: from memory,
-   * or from `load` (a KV list of its `seen` records, by thread key).
+   * or from `load` (a KV list of its thread rows' markers, by thread key).
    */
   async seen(
     pk: string,
-    load: () => Promise<Map<string, { th?: string; id?: string }>>,
+    load: () => Promise<Map<string, Marker>>,
   ): Promise<Record<string, string>> {
     let records = this.#peers.get(pk);
     if (records) {
@@ -77,12 +83,12 @@ export class SeenIndex {
 
   /**
    * A commit of `mutations` resolved (`ok`) or failed: kept peers take its
-   * `seen` values, or are dropped when it failed.
+   * thread rows, or are dropped when it failed.
    */
   changed(mutations: Iterable<Mutation>, ok: boolean): void {
     let touched = false;
     for (const { key, value } of mutations) {
-      if (key[0] !== "seen") continue;
+      if (key[0] !== "thr") continue;
       touched = true;
       const pk = key[1] as string;
       const records = this.#peers.get(pk);
@@ -125,12 +131,14 @@ export class SeenIndex {
 function seenOf(records: Map<string, Stored>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const stored of records.values()) {
-    const s = stored instanceof Uint8Array
-      ? JSON.parse(utf8.decode(stored)) as { th?: string; id?: string }
+    const s = (stored instanceof Uint8Array
+      ? JSON.parse(utf8.decode(stored)) as Marker
       : stored instanceof RecordText
-      ? stored.decode() as { th?: string; id?: string }
-      : stored;
-    if (s.th !== undefined && s.id !== undefined) out[s.th] = s.id;
+      ? stored.decode() as Marker
+      : stored).seen;
+    if (s?.th !== undefined && s.id !== undefined) {
+      out[s.th] = s.id;
+    }
   }
   return out;
 }

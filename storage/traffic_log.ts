@@ -6,13 +6,20 @@
  * |-----|-------|
  * | `["log", seq]` | a {@link LogEntry}, or a {@link LogPage} keyed by its last entry's seq (split records when long) |
  * | `["logt", pk, tk, seq]` | `1`: index by thread of a single entry with a `th`; `{ seqs }`: of a sent page's entries in that thread (`seq` the page's) |
- * | `["rx", pk, tk, ik]` | `{ seq, log }` (see `ReceivedLines`): index by thread of a received page's entry |
+ * | `["thr", pk, tk]` `.log` | the key seq of the thread's newest received page (see `ThreadRecords`) |
+ * | `["rx", pk, tk, ik]` | `{ seq, log }` in stores written before the pages' thread chain: index by thread of a received page's entry |
  * | `["seq", "log"]`, `["seq", "logbytes"]` | a checkpoint: the highest seq, and the bytes of line text the log held, as of then |
+ * | `["seq", "chain"]` | the highest seq logged before received pages were chained by thread (0 for a store that always chained) |
  *
  * Received content lines are logged a page per atomic group (one row for
- * up to 150 lines): each line's own row is its dedup row `rx`, which also
- * indexes it by thread, so a line costs one row, not three (its record, a
- * `logt` and an `rx`). Queued lines are logged a page per atomic group of
+ * up to 150 lines): each line's own row is its dedup row `rx`, so a line
+ * costs one row, not three (its record, a `logt` and an `rx`). A received
+ * page names, per thread it holds, the thread's page before it
+ * (`prev`), and the thread's row names its newest: a query by thread
+ * walks back from there, reading only the pages that hold the thread's
+ * received lines, and none older than `after`. Received pages of a store
+ * written before the chain are found by their `rx` rows (`{ seq, log }`),
+ * listed only when the query reaches back before `["seq", "chain"]`. Queued lines are logged a page per atomic group of
  * the enqueue too, with one `logt` row per thread of the page: a line's own
  * row is its outbox record. Lines logged by {@link TrafficLog.log} stay one
  * entry per row with a `logt` row; stores written before pages hold only
@@ -41,6 +48,7 @@ import { type ListedRecord, listRecords } from "./kv/split_record.ts";
 import type { Tx } from "./kv/tx.ts";
 import { requireText } from "./require_text.ts";
 import type { Direction, LogEntry, LogQuery } from "./store.ts";
+import { type ThreadRow, threadRowKey } from "./thread_records.ts";
 
 /**
  * Lines logged together (one atomic group of a `receive` or an enqueue):
@@ -67,6 +75,11 @@ export interface LogPage {
   at: number;
   /** The lines, in seq order. */
   entries: PageEntry[];
+  /**
+   * Received pages: per thread the page holds (by thread key), the key seq
+   * of the thread's page before this one, if any.
+   */
+  prev?: Record<string, number>;
 }
 
 /** A line of a {@link LogPage}: `peer` and `at` when not the page's. */
@@ -171,6 +184,17 @@ export const DEFAULT_MAX_LOG_ENTRIES = 100_000;
 export const LOG_SEQ: Key = ["seq", "log"];
 /** The log's checkpoint: the bytes of line text the log held then. */
 export const LOG_BYTES: Key = ["seq", "logbytes"];
+/**
+ * The highest seq logged before received pages were chained by thread:
+ * a query by thread reaching back to it also lists the thread's `rx` rows.
+ *
+ * @example
+ * ```ts
+ * import { LOG_CHAIN } from "./traffic_log.ts";
+ * console.log(LOG_CHAIN.join("/")); // seq/chain
+ * ```
+ */
+export const LOG_CHAIN: Key = ["seq", "chain"];
 const END_SEQ = Number.MAX_SAFE_INTEGER;
 // The log is trimmed every this many appends at most (fewer for small bounds).
 const TRIM_EVERY = 1000;
@@ -251,6 +275,14 @@ export class TrafficLog {
   #logBytes: number;
   /** The checkpoint last written (or read), as far as this process knows. */
   #checkpointed: { seq: number; logBytes: number };
+  /**
+   * The highest seq logged before received pages were chained by thread
+   * ({@link LOG_CHAIN}); unknown (a store not opened through `resume`):
+   * every query by thread lists the `rx` rows too.
+   */
+  #chainFrom: number;
+  /** {@link LOG_CHAIN} is known here but not yet in the store. */
+  #chainUnwritten = false;
 
   /**
    * The log written through `committer`, resuming at `seq` with `logBytes`
@@ -262,9 +294,11 @@ export class TrafficLog {
       seq: number;
       logBytes: number;
       checkpoint?: { seq: number; logBytes: number };
+      chainFrom?: number;
     },
     bounds: TrafficLogBounds,
   ) {
+    this.#chainFrom = resume.chainFrom ?? Infinity;
     this.#c = committer;
     this.#maxLog = checkMaxLog(bounds.maxLogEntries);
     this.#maxLogBytes = bounds.maxLogBytes ?? DEFAULT_MAX_LOG_BYTES;
@@ -355,11 +389,16 @@ export class TrafficLog {
 
   /**
    * Writes `entries` ({@link reserve}d in order, one direction) as one
-   * {@link LogPage} in `tx`. Received ones (`in`) get no thread index: the
-   * caller's `rx` rows are it ({@link pagedAt}); sent ones a `logt` row per
-   * thread. Resolves with the page's key seq (its last entry's).
+   * {@link LogPage} in `tx`. Received ones (`in`) get no thread index row:
+   * `prev` (each thread's page before, by thread key) chains the page to
+   * the caller's thread rows; sent ones a `logt` row per thread. Resolves
+   * with the page's key seq (its last entry's).
    */
-  async appendPage(tx: Tx, entries: LogEntry[]): Promise<number> {
+  async appendPage(
+    tx: Tx,
+    entries: LogEntry[],
+    prev?: Record<string, number>,
+  ): Promise<number> {
     const first = entries[0];
     const page: LogPage = {
       peer: first.peer,
@@ -374,6 +413,7 @@ export class TrafficLog {
         return row;
       }),
     };
+    if (prev !== undefined) page.prev = prev;
     const key = entries[entries.length - 1].seq;
     await tx.putRecord(["log", key], page, true);
     if (page.dir === "out") {
@@ -399,6 +439,10 @@ export class TrafficLog {
     this.#checkpointed = { seq: this.#seq, logBytes: this.#logBytes };
     tx.set(LOG_SEQ, this.#seq);
     tx.set(LOG_BYTES, this.#logBytes);
+    if (this.#chainUnwritten) {
+      this.#chainUnwritten = false;
+      tx.set(LOG_CHAIN, this.#chainFrom);
+    }
   }
 
   /**
@@ -418,15 +462,23 @@ export class TrafficLog {
     seq: number;
     logBytes: number;
     checkpoint: { seq: number; logBytes: number };
+    chainFrom?: number;
   }> {
     const seq = await backend.get(LOG_SEQ);
     const bytes = await backend.get(LOG_BYTES);
+    const chain = await backend.get(LOG_CHAIN);
     const from = typeof seq === "number" ? seq : 0;
     const checkpoint = {
       seq: from,
       logBytes: typeof bytes === "number" ? bytes : 0,
     };
-    const out = { ...checkpoint, checkpoint };
+    const out: {
+      seq: number;
+      logBytes: number;
+      checkpoint: { seq: number; logBytes: number };
+      chainFrom?: number;
+    } = { ...checkpoint, checkpoint };
+    if (typeof chain === "number") out.chainFrom = chain;
     const range = { start: ["log", from + 1], end: ["log", END_SEQ] };
     for await (const { value } of listRecords(backend, range, 2)) {
       for (const e of pageEntries(value as LogEntry | LogPage)) {
@@ -531,49 +583,7 @@ export class TrafficLog {
     const out: LogEntry[] = [];
     if (limit <= 0 || start > END_SEQ) return out;
     if (query.peer !== undefined && query.th !== undefined) {
-      const pk = keyText(query.peer);
-      const tk = threadKey(query.th);
-      // Seq → key seq of the row holding it: single entries by `logt`,
-      // pages' entries by their `rx` rows.
-      const rows = new Map<number, number>();
-      const base: Key = ["logt", pk, tk];
-      for await (
-        const { key, value } of this.#c.backend.list({
-          start: [...base, start],
-          end: [...base, END_SEQ],
-        })
-      ) {
-        const row = key[key.length - 1] as number;
-        const page = value as { seqs?: number[] } | number;
-        if (typeof page === "object" && Array.isArray(page.seqs)) {
-          for (const seq of page.seqs) if (seq >= start) rows.set(seq, row);
-        } else rows.set(row, row);
-      }
-      for await (
-        const { value } of this.#c.backend.list({ prefix: ["rx", pk, tk] })
-      ) {
-        const at = pagedAt(value);
-        // Dedup rows outlive their log entries: no read of a trimmed page.
-        if (at && at.seq >= start && at.seq > this.#droppedThrough) {
-          rows.set(at.seq, at.log);
-        }
-      }
-      let rowKey = -1;
-      let entries: LogEntry[] = [];
-      for (const seq of [...rows.keys()].sort((a, b) => a - b)) {
-        const row = rows.get(seq)!;
-        if (row !== rowKey) {
-          rowKey = row;
-          const value = await this.#c.read<LogEntry | LogPage>(["log", row]);
-          entries = value === undefined ? [] : pageEntries(value);
-        }
-        const entry = entries.find((e) => e.seq === seq);
-        if (entry && entry.peer === query.peer && entry.th === query.th) {
-          out.push(entry);
-          if (out.length >= limit) break;
-        }
-      }
-      return out;
+      return await this.#readThread(query.peer, query.th, start, limit);
     }
     const range = { start: ["log", start], end: ["log", END_SEQ] };
     for await (const { value } of listRecords(this.#c.backend, range, 2)) {
@@ -586,5 +596,139 @@ export class TrafficLog {
       }
     }
     return out;
+  }
+
+  /**
+   * The entries of thread `th` with `peer` from seq `start` on, at most
+   * `limit`: received ones by walking the thread's page chain back from
+   * its row (only pages holding its lines, none keyed before `start`),
+   * sent and single ones by their `logt` rows listed from `start`, and
+   * received ones logged before the chain by their `rx` rows.
+   */
+  async #readThread(
+    peer: string,
+    th: string,
+    start: number,
+    limit: number,
+  ): Promise<LogEntry[]> {
+    const pk = keyText(peer);
+    const tk = threadKey(th);
+    const found = new Map<number, LogEntry>();
+    const take = (value: LogEntry | LogPage | undefined, seqs?: number[]) => {
+      if (value === undefined) return;
+      const entries = pageEntries(value);
+      const wanted = seqs === undefined ? undefined : new Set(seqs);
+      for (const e of entries) {
+        if (e.seq < start || (wanted && !wanted.has(e.seq))) continue;
+        if (e.peer === peer && e.th === th) found.set(e.seq, e);
+      }
+    };
+    // With a limit, the log scanned from `start` may hold the first
+    // `limit` entries long before the walk back reaches `start` (a busy
+    // thread asked for its oldest lines): both go a row at a time, and the
+    // first one done answers.
+    const scan = limit === Infinity
+      ? undefined
+      : this.#scanThread(peer, th, start, limit);
+    try {
+      // Received pages, newest first, by the chain.
+      const row = await this.#c.read<ThreadRow>(threadRowKey(pk, tk));
+      let pageKey = row?.log;
+      while (
+        pageKey !== undefined && pageKey >= start &&
+        pageKey > this.#droppedThrough
+      ) {
+        const scanned = await scan?.next();
+        if (scanned?.done) return scanned.value;
+        const page = await this.#c.read<LogEntry | LogPage>(["log", pageKey]);
+        // Gone: trimmed, and every older page with it.
+        if (page === undefined || !("entries" in page)) break;
+        take(page);
+        pageKey = page.prev?.[tk];
+      }
+    } finally {
+      await scan?.return([]);
+    }
+    // Seq → key seq of the row holding it: single entries and sent pages
+    // by `logt`, received pages before the chain by their `rx` rows.
+    const rows = new Map<number, number[]>();
+    const hold = (row: number, seq: number) => {
+      const seqs = rows.get(row);
+      if (seqs) seqs.push(seq);
+      else rows.set(row, [seq]);
+    };
+    const base: Key = ["logt", pk, tk];
+    for await (
+      const { key, value } of this.#c.backend.list({
+        start: [...base, start],
+        end: [...base, END_SEQ],
+      })
+    ) {
+      const row = key[key.length - 1] as number;
+      const page = value as { seqs?: number[] } | number;
+      if (typeof page === "object" && Array.isArray(page.seqs)) {
+        for (const seq of page.seqs) if (seq >= start) hold(row, seq);
+      } else hold(row, row);
+    }
+    // Seqs start at 1: a store that always chained (0) lists none.
+    if (Math.max(start, 1) <= this.#chainFrom) {
+      for await (
+        const { value } of this.#c.backend.list({ prefix: ["rx", pk, tk] })
+      ) {
+        const at = pagedAt(value);
+        // Dedup rows outlive their log entries: no read of a trimmed page.
+        if (
+          at && at.seq >= start && at.seq <= this.#chainFrom &&
+          at.seq > this.#droppedThrough && !found.has(at.seq)
+        ) hold(at.log, at.seq);
+      }
+    }
+    for (const [row, seqs] of rows) {
+      take(await this.#c.read<LogEntry | LogPage>(["log", row]), seqs);
+    }
+    const out = [...found.values()].sort((a, b) => a.seq - b.seq);
+    if (out.length > limit) out.length = limit;
+    return out;
+  }
+
+  /**
+   * The first `limit` entries of thread `th` with `peer` from seq `start`
+   * on, by scanning the log in seq order: yields after each row, returns
+   * the entries once it has them (or the log ends).
+   */
+  async *#scanThread(
+    peer: string,
+    th: string,
+    start: number,
+    limit: number,
+  ): AsyncGenerator<void, LogEntry[]> {
+    const out: LogEntry[] = [];
+    const range = { start: ["log", start], end: ["log", END_SEQ] };
+    for await (const { value } of listRecords(this.#c.backend, range, 2)) {
+      for (const entry of pageEntries(value as LogEntry | LogPage)) {
+        if (entry.seq < start || entry.peer !== peer || entry.th !== th) {
+          continue;
+        }
+        out.push(entry);
+        if (out.length >= limit) return out;
+      }
+      yield;
+    }
+    return out;
+  }
+
+  /**
+   * Marks every received page logged from now on as chained by thread
+   * ({@link LOG_CHAIN}), if the store has no mark yet: pages logged before
+   * (a store written by an older layout) are found by their `rx` rows.
+   * Open calls it once.
+   */
+  markChain(): void {
+    if (this.#chainFrom !== Infinity) return;
+    // Every page before now is; the mark rides along with the next
+    // checkpoint (no commit of its own). Lost in a crash before, the next
+    // open marks a later seq: still after every unchained page.
+    this.#chainFrom = this.#seq;
+    this.#chainUnwritten = true;
   }
 }

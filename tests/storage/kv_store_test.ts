@@ -402,7 +402,7 @@ Deno.test("KvStore: open drops the old log-by-peer index; peer queries scan the 
   }
 });
 
-Deno.test("KvStore: expireOutbox drops ended threads' seen rows on disk", async () => {
+Deno.test("KvStore: expireOutbox drops ended threads' markers on disk, not their records", async () => {
   const dir = await Deno.makeTempDir({ prefix: "awp-kv-" });
   const path = `${dir}/awp.kv`;
   try {
@@ -415,8 +415,15 @@ Deno.test("KvStore: expireOutbox drops ended threads' seen rows on disk", async 
     await store.patchThread("ed25519:x", "a", { mine: { state: "done", ts } });
     await store.expireOutbox(Date.now() + 1000);
     store.close();
-    const seen = await rawKeys(path, "seen");
-    assert.deepEqual(seen.map((k) => k[2]), ["b"]);
+    const kv = await Deno.openKv(path);
+    const rows: Array<[unknown, boolean]> = [];
+    for await (const { key, value } of kv.list({ prefix: ["thr"] })) {
+      const row = JSON.parse(new TextDecoder().decode(value as Uint8Array));
+      rows.push([key[2], row.seen !== undefined && row.created !== undefined]);
+    }
+    kv.close();
+    assert.deepEqual(rows, [["a", false], ["b", true]]);
+    assert.deepEqual(await rawKeys(path, "seen"), []);
     assert.deepEqual(await rawKeys(path, "rx"), []);
     assert.deepEqual(await rawKeys(path, "rxq"), []);
   } finally {

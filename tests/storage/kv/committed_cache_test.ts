@@ -1,5 +1,5 @@
 /**
- * The committer keeps threads' `seen` and `thr` records in memory
+ * The committer keeps threads' rows (`thr`: record and `seen` marker) in memory
  * (`storage/kv/committed_cache.ts`): a received line reads them without a
  * KV round trip, and the memory never says what Deno KV does not hold,
  * whoever wrote last (markRead, retention, a failed commit).
@@ -25,9 +25,13 @@ async function fixture() {
   const disk = new DenoKvBackend(await Deno.openKv(f.path));
   const onDisk = (kind: string, th: string) =>
     readRecord<Record<string, unknown>>(disk, [kind, PEER, th]);
+  /** The thread row's marker on disk. */
+  const seenOnDisk = async (th: string) =>
+    (await onDisk("thr", th))?.seen as Record<string, unknown> | undefined;
   const dispose = f[Symbol.asyncDispose];
   return Object.assign(f, {
     onDisk,
+    seenOnDisk,
     async [Symbol.asyncDispose]() {
       disk.close();
       await dispose();
@@ -60,7 +64,7 @@ Deno.test("a thread's next received line reads no KV; markRead before it counts"
   await f.store.receive(PEER, [line("t", 1)]);
   const gets = f.backend.gets;
   await f.store.receive(PEER, [line("t", 2)]);
-  assert.equal(f.backend.gets, gets, "seen and thr came from memory");
+  assert.equal(f.backend.gets, gets, "the thread row came from memory");
   await f.store.patchThread(PEER, "t", { read: true });
   await f.store.receive(PEER, [line("t", 3)]);
   assert.equal((await f.store.thread(PEER, "t"))?.unread, 1);
@@ -76,15 +80,15 @@ Deno.test("retention's dedup floor and forgotten seen are what the next line see
     mine: { state: "done", ts: "2026-01-01T00:00:00Z" },
   });
   await f.store.expireOutbox(Date.now() + 60_000);
-  assert.equal(await f.onDisk("seen", "ended"), undefined);
-  assert.equal((await f.onDisk("seen", "open"))?.floor, line("open", 2).id);
+  assert.equal(await f.seenOnDisk("ended"), undefined);
+  assert.equal((await f.seenOnDisk("open"))?.floor, line("open", 2).id);
   // Below the floor: a replay, though its rx row is gone.
   const [replay] = await f.store.receive(PEER, [line("open", 1)]);
   assert.equal(replay.duplicate, true);
   // The ended thread starts over: its old max is forgotten.
   const [fresh] = await f.store.receive(PEER, [line("ended", 3)]);
   assert.equal(fresh.duplicate, false);
-  assert.equal((await f.onDisk("seen", "ended"))?.max, line("ended", 3).id);
+  assert.equal((await f.seenOnDisk("ended"))?.max, line("ended", 3).id);
   assert.deepEqual(await f.store.seen(PEER), {
     open: line("open", 2).id,
     ended: line("ended", 3).id,
@@ -96,11 +100,11 @@ Deno.test("a failed commit leaves memory as KV is: the line is new when it comes
   await f.store.receive(PEER, [line("t", 1)]);
   f.backend.failNext = true;
   await assert.rejects(f.store.receive(PEER, [line("t", 2)]), /disk full/);
-  assert.equal((await f.onDisk("seen", "t"))?.max, line("t", 1).id);
+  assert.equal((await f.seenOnDisk("t"))?.max, line("t", 1).id);
   const [again] = await f.store.receive(PEER, [line("t", 2)]);
   assert.equal(again.duplicate, false);
   assert.equal((await f.store.thread(PEER, "t"))?.unread, 2);
-  assert.equal((await f.onDisk("seen", "t"))?.max, line("t", 2).id);
+  assert.equal((await f.seenOnDisk("t"))?.max, line("t", 2).id);
   // A putThread (another writer of thr) is what the next line builds on.
   const record = (await f.store.thread(PEER, "t"))!;
   await f.store.putThread({ ...record, unread: 10 });
