@@ -357,6 +357,10 @@ export class BoundSocket {
   readonly parsed: Address;
   #socket: Deno.Listener | undefined;
 
+  /**
+   * A socket bound at `address` (`parsed`), or none for a WebSocket
+   * address; made by {@link bind}.
+   */
   constructor(address: string, parsed: Address, socket?: Deno.Listener) {
     this.address = address;
     this.parsed = parsed;
@@ -408,7 +412,10 @@ export class BoundSocket {
  */
 export async function bind(
   address: string,
-  options: Pick<ListenOptions, "allowPublic"> = {},
+  options: {
+    /** Bind a public address for plaintext TCP (else AWP_ALLOW_PLAINTEXT=1). */
+    allowPublic?: boolean;
+  } = {},
 ): Promise<BoundSocket> {
   const a = parseAddress(address);
   if (a.kind === "ws") return new BoundSocket(address, a);
