@@ -10,13 +10,6 @@
  * `connect`, a listener's first accept);
  * a dialer runs it, and a throwaway supervisor chart takes the events a
  * connection gives the real one, so both charts are warmed too.
- * Given the supervisor's constructor, the handshake runs between two
- * throwaway supervisors instead (one listening, one dialing through
- * `connectUntilUp`): a supervisor's own steps (adopting a connection,
- * activating its peer, the `connected` event, remembering the peer, the
- * dial loop, abort signals) were otherwise first run, and compiled, on the
- * first real connection (~140 functions on a dialer's `connect`, traced
- * with V8's `--log-function-events`: bench/README.md, "conn2").
  * Nothing touches the peer's store or reaches past 127.0.0.1: both ends use
  * their own {@link MemoryStore}, and the partner has a throwaway key.
  *
@@ -24,7 +17,7 @@
  */
 
 import { createActor } from "npm:xstate@^5.33.3";
-import { Connection, type RemoteHello } from "./connection.ts";
+import { Connection } from "./connection.ts";
 import { Dialer } from "./dialer.ts";
 import { supervisorMachine } from "./supervisor_machine.ts";
 import { MemoryStore } from "../storage/memory_store.ts";
@@ -36,7 +29,6 @@ import {
   type TransportHandlers,
 } from "../net/transport.ts";
 import { Signer } from "../wire/keys.ts";
-import type { SupervisorEvent } from "./supervisor_machine.ts";
 
 /** One end of a pipe in memory: what one writes, the other reads. */
 class PipeEnd implements Transport {
@@ -86,97 +78,6 @@ class PipeEnd implements Transport {
 /** How long the loopback socket pair may take before the pipe is used. */
 const LOOPBACK_MS = 1_000;
 
-/** Bounds of the warm-up's handshakes: one that cannot finish gives up. */
-const WARM_TIMEOUTS = {
-  pingInterval: 60_000,
-  handshake: 5_000,
-  resume: 5_000,
-};
-
-/** What the warm-up uses of a throwaway supervisor. */
-export interface WarmSupervisor {
-  listen(address: string): Promise<{ addr: string }>;
-  connectUntilUp(
-    address: string,
-    options: { signal?: AbortSignal },
-  ): Promise<RemoteHello>;
-  stop(reason?: string): Promise<void>;
-}
-
-/**
- * Builds a throwaway supervisor (the Supervisor's constructor, passed in:
- * supervisor.ts imports this module). It gets its own signer and store,
- * no warm-up of its own, and `onEvent` for its events.
- */
-export type WarmSupervisorFactory = (options: {
-  signer: Signer;
-  store: MemoryStore;
-  timeouts: typeof WARM_TIMEOUTS;
-  onEvent?: (event: SupervisorEvent) => void;
-}) => WarmSupervisor;
-
-/** True when the peer may use the network without asking (no prompt). */
-function loopbackAllowed(): boolean {
-  try {
-    const net = Deno.permissions.querySync({ name: "net", host: "127.0.0.1" });
-    return net.state === "granted";
-  } catch {
-    return false;
-  }
-}
-
-/**
- * One handshake between two throwaway supervisors over loopback TCP: the
- * partner listens, `signer` dials it with `connectUntilUp`. Resolves true
- * once both sides reported `connected`; false if it failed or took longer
- * than the handshake's bound. Both are stopped before it resolves.
- */
-async function handshakeThroughSupervisors(
-  signer: Signer,
-  make: WarmSupervisorFactory,
-): Promise<boolean> {
-  const stores = [new MemoryStore(), new MemoryStore()];
-  const partner = await Signer.generate();
-  let listenerOpened!: () => void;
-  const opened = new Promise<void>((resolve) => listenerOpened = resolve);
-  const listening = make({
-    signer: partner,
-    store: stores[0],
-    timeouts: WARM_TIMEOUTS,
-    onEvent: (e) => {
-      if (e.type === "connected") listenerOpened();
-    },
-  });
-  const dialing = make({ signer, store: stores[1], timeouts: WARM_TIMEOUTS });
-  const stop = new AbortController();
-  const timer = setTimeout(() => stop.abort(), WARM_TIMEOUTS.handshake);
-  const aborted = new Promise<never>((_, reject) =>
-    stop.signal.addEventListener("abort", () => reject(new Error("timed out")))
-  );
-  aborted.catch(() => {});
-  try {
-    const { addr } = await listening.listen("tcp:127.0.0.1:0");
-    await Promise.race([
-      Promise.all([
-        dialing.connectUntilUp(addr, { signal: stop.signal }),
-        opened,
-      ]),
-      aborted,
-    ]);
-    return true;
-  } catch {
-    return false;
-  } finally {
-    clearTimeout(timer);
-    stop.abort();
-    await Promise.all([
-      dialing.stop("warm-up done"),
-      listening.stop("warm-up done"),
-    ]);
-    for (const s of stores) s.close();
-  }
-}
-
 /**
  * Both ends of one loopback TCP connection, made by the real `listen` and
  * `dial` (so the accept loop, gate, socket transport, batched writer and
@@ -187,7 +88,12 @@ async function handshakeThroughSupervisors(
 async function loopbackEnds(): Promise<
   { ends: [Transport, Transport]; close(): Promise<void> } | undefined
 > {
-  if (!loopbackAllowed()) return undefined;
+  try {
+    const net = Deno.permissions.querySync({ name: "net", host: "127.0.0.1" });
+    if (net.state !== "granted") return undefined;
+  } catch {
+    return undefined;
+  }
   const accepted: Transport[] = [];
   let take: ((t: Transport) => void) | undefined;
   let listener: Listener | undefined;
@@ -244,7 +150,7 @@ async function handshakeInMemory(signer: Signer): Promise<void> {
     const ends = loopback?.ends ?? pipeEnds();
     // Bounded: a warm-up that cannot finish gives up (and only costs time).
     // Pinging on: entering `open` starts the ping timer, as a real one does.
-    const timeouts = WARM_TIMEOUTS;
+    const timeouts = { pingInterval: 60_000, handshake: 5_000, resume: 5_000 };
     const conns = [
       new Connection({
         transport: ends[0],
@@ -300,11 +206,9 @@ function walkSupervisorChart(): void {
 /**
  * Has a dialer run one handshake (hello, auth signed and verified, resume,
  * replay, open, close) between a connection speaking as `signer` and a
- * throwaway partner, in memory. With `supervisor` (the Supervisor's
- * constructor) and net permission, the handshake runs between two
- * throwaway supervisors over loopback TCP instead, `signer`'s dialing.
- * Resolves once both ends closed: true when the handshake opened; never
- * rejects (a failed warm-up only leaves the first real handshake slower).
+ * throwaway partner, in memory. Resolves once both ends closed: true when
+ * the handshake opened; never rejects (a failed warm-up only leaves the
+ * first real handshake slower).
  *
  * @example
  * ```ts
@@ -313,16 +217,10 @@ function walkSupervisorChart(): void {
  * console.log(await warmHandshake(await Signer.generate())); // true
  * ```
  */
-export function warmHandshake(
-  signer: Signer,
-  supervisor?: WarmSupervisorFactory,
-): Promise<boolean> {
+export function warmHandshake(signer: Signer): Promise<boolean> {
   try {
     walkSupervisorChart();
   } catch { /* only slower */ }
-  if (supervisor && loopbackAllowed()) {
-    return handshakeThroughSupervisors(signer, supervisor);
-  }
   return new Promise((resolve) => {
     const dialer = new Dialer({
       peer: "warm-up",

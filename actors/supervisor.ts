@@ -117,8 +117,6 @@ export interface SupervisorOptions
   afterCommit?(peer: string, lines: ReceivedLine[]): void;
   /** Inspection: off unless given (no observer is passed at all then). */
   inspect?: ActorInspection;
-  /** Run the handshake warm-up on start ({@link Supervisor.warm}; true). */
-  warmUp?: boolean;
 }
 
 interface Active {
@@ -237,8 +235,7 @@ export class Supervisor {
     if (this.#started) return;
     this.#started = true;
     this.actor.start();
-    // Not for a stop before any start, nor for the warm-up's own.
-    if (!this.#stopping && this.#o.warmUp !== false) void this.warm();
+    if (!this.#stopping) void this.warm(); // not for a stop before any start
   }
 
   /**
@@ -250,10 +247,7 @@ export class Supervisor {
    */
   warm(): Promise<boolean> {
     return this.#warmed ??= Promise.all([
-      warmHandshake(
-        this.#o.signer,
-        (o) => new Supervisor({ ...o, warmUp: false }),
-      ),
+      warmHandshake(this.#o.signer),
       this.#o.store.grants().catch(() => []),
     ]).then(([opened]) => opened);
   }

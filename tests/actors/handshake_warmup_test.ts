@@ -19,29 +19,6 @@ Deno.test({
   },
 });
 
-Deno.test("warmHandshake: given the supervisor, two throwaway supervisors connect, then stop", async () => {
-  const made: Supervisor[] = [];
-  const connected: string[] = [];
-  const opened = await warmHandshake(await Signer.generate(), (o) => {
-    const sup = new Supervisor({
-      ...o,
-      warmUp: false,
-      onEvent: (e) => {
-        if (e.type === "connected") {
-          connected.push(e.dialed ? "dialer" : "listener");
-        }
-        o.onEvent?.(e);
-      },
-    });
-    made.push(sup);
-    return sup;
-  });
-  assert.equal(opened, true);
-  assert.equal(made.length, 2);
-  assert.deepEqual(connected.sort(), ["dialer", "listener"]);
-  assert.deepEqual(made.map((s) => s.state), ["stopped", "stopped"]);
-});
-
 Deno.test("Supervisor.warm: runs once, on start, and touches no store", async () => {
   const store = new MemoryStore();
   const sup = new Supervisor({ signer: await Signer.generate(), store });
