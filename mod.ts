@@ -133,6 +133,7 @@ export {
   type WebSocketAddress,
 } from "./wire/address.ts";
 export { timestamp } from "./wire/time.ts";
+export { bind, BoundSocket } from "./net/transport.ts";
 export {
   HomeNotDirectoryError,
   StoreDamagedError,

@@ -73,6 +73,7 @@ import type {
   PeerConfig,
 } from "./peer_config.ts";
 import {
+  type BoundSocket,
   dial,
   listen,
   type Listener,
@@ -305,8 +306,11 @@ export class Supervisor {
     return this.#dialers.get(peer);
   }
 
-  /** Listens on `address`; accepted connections are run by the supervisor. */
-  async listen(address: string): Promise<Listener> {
+  /**
+   * Listens on `address` (or serves a socket bound before: `bind` in
+   * net/transport.ts); accepted connections are run by the supervisor.
+   */
+  async listen(address: string | BoundSocket): Promise<Listener> {
     this.start();
     const listener = await listen(
       address,

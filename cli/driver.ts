@@ -11,6 +11,7 @@
  */
 
 import { raiseFdLimit } from "../net/fd_limit.ts";
+import { bind } from "../net/transport.ts";
 import type { Peer } from "../peer/peer.ts";
 import type { SendOptions } from "../peer/peer_sender.ts";
 import { readTlsFiles, type TlsTexts } from "./tls_files.ts";
@@ -283,6 +284,13 @@ class Driver {
 
   async run(mode: "listen" | "connect", addr: string): Promise<number> {
     raiseFdLimit(); // an fd shortage is survived, but better avoided
+    // Bound before the store opens and the handshake warms up: a dialer
+    // probing a restarted listener connects meanwhile and is answered once
+    // we are ready, instead of being refused until its next probe. A bind
+    // that fails here fails again, reported, in `listen` below.
+    const bound = mode === "listen"
+      ? await bind(addr).catch(() => undefined)
+      : undefined;
     try {
       this.#peer = await openPeer({
         home: this.#o.home,
@@ -311,6 +319,7 @@ class Driver {
             }`
         }`,
       );
+      bound?.close();
       return 1;
     }
     const finished = new Promise<number>((r) => this.#done = r);
@@ -341,7 +350,7 @@ class Driver {
     });
     try {
       if (mode === "listen") {
-        const real = await this.#peer.listen(addr);
+        const real = await this.#peer.listen(bound ?? addr);
         this.#emit({ event: "listening", addr: real, key: this.#peer.key });
       } else {
         void finished.then(() => stop.abort());
@@ -349,6 +358,7 @@ class Driver {
         if (failure) throw failure.error;
       }
     } catch (error) {
+      bound?.close();
       this.#error(`${mode} ${addr}: ${errorText(error)}`);
       await this.#peer.close().catch(() => {});
       await this.#out.flush();

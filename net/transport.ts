@@ -383,7 +383,121 @@ export async function dial(
 }
 
 /**
- * Listens on `address` and hands each accepted connection to
+ * A TCP or Unix socket bound and listening before its owner can serve it
+ * ({@link bind}): connections that come meanwhile wait in the kernel's
+ * backlog instead of being refused, and {@link listen} serves them first
+ * once given the socket. A restarting peer binds first and opens its store
+ * and warms up after: a dialer probing it meanwhile connects at once and
+ * is answered when the peer is ready, instead of being refused and
+ * waiting for its next probe (bench/README.md, "conn2").
+ *
+ * @example
+ * ```ts
+ * import { bind, listen } from "./transport.ts";
+ * const bound = await bind("tcp:127.0.0.1:0");
+ * const listener = await listen(bound, (t) => t.close());
+ * console.assert(listener.addr === bound.addr);
+ * listener.close();
+ * await listener.done;
+ * ```
+ */
+export class BoundSocket {
+  /** The address as given to {@link bind} (`tcp:HOST:0` stays so). */
+  readonly address: string;
+  /** The bound address, with the real port (as a Listener's `addr`). */
+  readonly addr: string;
+  /** The parsed address. */
+  readonly parsed: Address;
+  #socket: Deno.Listener | undefined;
+
+  /**
+   * A socket bound at `address` (`parsed`), or none for a WebSocket
+   * address; made by {@link bind}.
+   */
+  constructor(address: string, parsed: Address, socket?: Deno.Listener) {
+    this.address = address;
+    this.parsed = parsed;
+    this.#socket = socket;
+    this.addr = socket === undefined
+      ? address
+      : parsed.kind === "unix"
+      ? `unix:${parsed.path}`
+      : addrText(socket.addr);
+  }
+
+  /**
+   * The socket, once: the listener that serves it owns it from then on.
+   * Undefined for a WebSocket address (bound by {@link listen} itself).
+   */
+  take(): Deno.Listener | undefined {
+    const socket = this.#socket;
+    this.#socket = undefined;
+    return socket;
+  }
+
+  /** Closes a socket never served (idempotent); removes its unix file. */
+  close(): void {
+    const socket = this.take();
+    if (socket === undefined) return;
+    try {
+      socket.close();
+    } catch { /* closed already */ }
+    if (this.parsed.kind !== "unix") return;
+    try {
+      Deno.removeSync(this.parsed.path);
+    } catch { /* gone already */ }
+  }
+}
+
+/**
+ * Binds `address` and listens without accepting yet: a {@link BoundSocket}
+ * for {@link listen}. Fails as `listen` would (in use, public address
+ * without `allowPublic`...). A `ws:`/`wss:` address is not bound here
+ * (its server starts in `listen`).
+ *
+ * @example
+ * ```ts
+ * import { bind } from "./transport.ts";
+ * const bound = await bind("tcp:127.0.0.1:0");
+ * console.assert(/^tcp:127\.0\.0\.1:\d+$/.test(bound.addr));
+ * bound.close();
+ * ```
+ */
+export async function bind(
+  address: string,
+  options: {
+    /** Bind a public address for plaintext TCP (else AWP_ALLOW_PLAINTEXT=1). */
+    allowPublic?: boolean;
+  } = {},
+): Promise<BoundSocket> {
+  const a = parseAddress(address);
+  if (a.kind === "ws") return new BoundSocket(address, a);
+  const allowPublic = plaintextAllowed(options.allowPublic);
+  if (a.kind === "unix") {
+    return new BoundSocket(address, a, await listenUnix(address, a.path));
+  }
+  const wildcard = a.host === "0.0.0.0" || a.host === "::";
+  if (!allowPublic && !wildcard && !isPrivateHost(a.host)) {
+    throw new TransportError(
+      address,
+      "listen",
+      `plaintext TCP on a public address refused: ${PLAINTEXT_HINT}`,
+    );
+  }
+  try {
+    return new BoundSocket(
+      address,
+      a,
+      Deno.listen({ hostname: a.host, port: a.port }),
+    );
+  } catch (e) {
+    throw new TransportError(address, "listen", reasonOf(e));
+  }
+}
+
+/**
+ * Listens on `address` (or serves a socket {@link bind} bound before) and
+ * hands each accepted connection to
  * `onTransport` (not started: the owner calls `start`). `tcp:HOST:0` picks a
  * free port, reported in `addr`. Binding a public IP, or accepting a TCP
  * peer from a public address on a wildcard bind, needs `allowPublic` or
@@ -400,37 +514,29 @@ export async function dial(
  * ```
  */
 export async function listen(
-  address: string,
+  address: string | BoundSocket,
   onTransport: (t: Transport) => void,
   options: ListenOptions = {},
 ): Promise<Listener> {
-  const a = parseAddress(address);
+  const bound = typeof address === "string"
+    ? await bind(address, options)
+    : address;
+  const a = bound.parsed;
   const allowPublic = plaintextAllowed(options.allowPublic);
-  if (a.kind === "ws") {
-    return listenWebSocket(address, a, onTransport, {
+  const inner = bound.take();
+  if (inner === undefined) {
+    if (a.kind !== "ws") {
+      throw new TransportError(
+        bound.address,
+        "listen",
+        "socket already served",
+      );
+    }
+    return listenWebSocket(bound.address, a, onTransport, {
       ...options,
       allowPublic,
     });
   }
-  let inner: Deno.Listener;
-  if (a.kind === "unix") {
-    inner = await listenUnix(address, a.path);
-  } else {
-    const wildcard = a.host === "0.0.0.0" || a.host === "::";
-    if (!allowPublic && !wildcard && !isPrivateHost(a.host)) {
-      throw new TransportError(
-        address,
-        "listen",
-        `plaintext TCP on a public address refused: ${PLAINTEXT_HINT}`,
-      );
-    }
-    try {
-      inner = Deno.listen({ hostname: a.host, port: a.port });
-    } catch (e) {
-      throw new TransportError(address, "listen", reasonOf(e));
-    }
-  }
-  const addr = addrText(inner.addr);
   const gate = new ConnectionGate(options.limits, softFdLimit());
   const loop = acceptLoop(inner, (conn) => {
     const ticket = gate.admitSocket(conn, allowPublic);
@@ -442,11 +548,7 @@ export async function listen(
       Deno.removeSync(a.path);
     } catch { /* gone already */ }
   });
-  return {
-    addr: a.kind === "unix" ? `unix:${a.path}` : addr,
-    done: loop.done,
-    close: loop.close,
-  };
+  return { addr: bound.addr, done: loop.done, close: loop.close };
 }
 
 async function listenUnix(

@@ -51,6 +51,7 @@ export type {
   Sent,
 } from "./peer_sender.ts";
 import { lazyImport } from "./lazy_import.ts";
+import type { BoundSocket } from "../net/transport.ts";
 
 /** Options of {@link Peer.connect}. */
 export interface ConnectOptions {
@@ -173,8 +174,10 @@ export class Peer {
   }
 
   /**
-   * Listens on `addr` (`tcp:HOST:PORT`, port 0 for any, or `unix:/path`)
-   * and resolves with the real address.
+   * Listens on `addr` (`tcp:HOST:PORT`, port 0 for any, or `unix:/path`),
+   * or serves a socket bound before the peer opened (`bind` in
+   * net/transport.ts: dialers that came meanwhile are answered first), and
+   * resolves with the real address.
    *
    * @example
    * ```ts
@@ -184,7 +187,7 @@ export class Peer {
    * await p.close();
    * ```
    */
-  async listen(addr: string): Promise<string> {
+  async listen(addr: string | BoundSocket): Promise<string> {
     this.#open("listen");
     const listener = await this.#p.sup.listen(addr);
     return listener.addr;

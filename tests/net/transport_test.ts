@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import {
+  bind,
   dial,
   LINGER_MS,
   listen,
@@ -424,6 +425,63 @@ Deno.test("a stale unix socket file is replaced; a live one is in use", async ()
     t.close();
     listener.close();
     await listener.done;
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("bind: a dial before listen waits in the backlog and is served once listen takes the socket", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    for (const address of ["tcp:127.0.0.1:0", `unix:${dir}/early.sock`]) {
+      const bound = await bind(address);
+      // Not accepting yet: the dial is answered by the kernel, not refused.
+      const client = await dial(bound.addr);
+      const served: Transport[] = [];
+      let take: (t: Transport) => void = (t) => served.push(t);
+      const listener = await listen(bound, (t) => take(t));
+      assert.equal(listener.addr, bound.addr);
+      const server = served[0] ?? await new Promise<Transport>((resolve) => {
+        take = (t) => {
+          served.push(t);
+          resolve(t);
+        };
+      });
+      assert.equal(served.length, 1);
+      const got = collect(server);
+      await client.write(enc.encode("early\n"));
+      client.close();
+      await got.ended;
+      assert.equal(dec.decode(got.bytes()), "early\n");
+      await assert.rejects(
+        listen(bound, () => {}),
+        /socket already served/,
+      );
+      server.close();
+      listener.close();
+      await listener.done;
+    }
+    await assert.rejects(Deno.stat(`${dir}/early.sock`), Deno.errors.NotFound);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("bind: a socket never served is closed and its unix file removed; errors as listen's", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const path = `${dir}/unserved.sock`;
+    const bound = await bind(`unix:${path}`);
+    assert.ok((await Deno.stat(path)).isSocket);
+    await assert.rejects(
+      bind(`unix:${path}`),
+      new RegExp(`listen unix:${path}: address already in use`),
+    );
+    bound.close();
+    bound.close();
+    await assert.rejects(Deno.stat(path), Deno.errors.NotFound);
+    await assert.rejects(dial(`unix:${path}`), /no such socket/);
+    await assert.rejects(bind("tcp:8.8.8.8:0"), /public address refused/);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
