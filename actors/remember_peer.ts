@@ -22,13 +22,27 @@ function samePeerRecord(a: PeerRecord, b: PeerRecord): boolean {
 
 /**
  * Records `remote` in `store` after a handshake: the address we dialed
- * first, then the dialer's, then the one the remote gave (NOTES item 6).
- * Bookkeeping only: a failure is ignored.
+ * first, then the dialer's, then the one the remote gave (NOTES item 6),
+ * then the address `Peer.connect` was asked to dial (`askedAddr`, when it
+ * differs: a name resolved to the socket's address). One read-and-write step,
+ * so a connect's record and the supervisor's are one commit. Rejects
+ * when the store does (the supervisor ignores that: bookkeeping only;
+ * `Peer.connect` reports it).
  *
  * @example
- * ```ts ignore
+ * ```ts
  * import { rememberPeer } from "./remember_peer.ts";
- * await rememberPeer(store, remote, { dialed: true, dialedAddr: "tcp:127.0.0.1:7000", dialerAddrs: [] });
+ * import { MemoryStore } from "../storage/memory_store.ts";
+ * const store = new MemoryStore();
+ * const remote = { key: "ed25519:a", caps: [], nonce: "n", grants: [] };
+ * await rememberPeer(store, remote, {
+ *   dialed: true,
+ *   dialedAddr: "tcp:127.0.0.1:7000",
+ *   dialerAddrs: [],
+ *   askedAddr: "tcp:localhost:7000",
+ * });
+ * console.log((await store.peer("ed25519:a"))?.addresses);
+ * // ["tcp:127.0.0.1:7000", "tcp:localhost:7000"]
  * ```
  */
 export async function rememberPeer(
@@ -38,25 +52,23 @@ export async function rememberPeer(
     dialed: boolean;
     dialedAddr?: string;
     dialerAddrs: readonly string[];
+    askedAddr?: string;
   },
 ): Promise<void> {
-  const { dialed, dialedAddr, dialerAddrs } = how;
-  const first = [dialedAddr, ...dialerAddrs, remote.addr];
+  const { dialed, dialedAddr, dialerAddrs, askedAddr } = how;
+  const first = [dialedAddr, ...dialerAddrs, remote.addr, askedAddr];
   const merged = (known: PeerRecord | undefined, now: number) =>
     mergedPeerRecord(known, remote, { first, dialed, now });
-  try {
-    const known = await store.peer(remote.key);
-    const now = Date.now();
-    // A peer that reconnects often (a restarting agent, a bench) would
-    // cost a commit per handshake: skip it when only lastSeen moved, by
-    // less than LAST_SEEN_PRECISION_MS.
-    if (
-      known && now - (known.lastSeen ?? 0) < LAST_SEEN_PRECISION_MS &&
-      samePeerRecord(known, merged(known, now))
-    ) return;
-    // Read and written in one step (Peer.connect records the same peer).
-    await store.updatePeer(remote.key, (k) => merged(k, Date.now()));
-  } catch { /* bookkeeping only */ }
+  const known = await store.peer(remote.key);
+  const now = Date.now();
+  // A peer that reconnects often (a restarting agent, a bench) would
+  // cost a commit per handshake: skip it when only lastSeen moved, by
+  // less than LAST_SEEN_PRECISION_MS.
+  if (
+    known && now - (known.lastSeen ?? 0) < LAST_SEEN_PRECISION_MS &&
+    samePeerRecord(known, merged(known, now))
+  ) return;
+  await store.updatePeer(remote.key, (k) => merged(k, Date.now()));
 }
 
 /**

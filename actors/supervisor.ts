@@ -168,6 +168,14 @@ export class Supervisor {
   #inspect: ActorInspection | undefined;
   /** Each connection's tree label until its peer is known ("from ADDR"). */
   #labels = new WeakMap<Connection, string>();
+  /**
+   * A connection {@link connect} dialed: the address it was asked for, and
+   * its peer record's write once established (one write with ours).
+   */
+  #asked = new WeakMap<
+    Connection,
+    { addr: string; remembered?: Promise<void> }
+  >();
 
   /** Sets the supervisor up; nothing runs until {@link start} or {@link listen}. */
   constructor(options: SupervisorOptions) {
@@ -335,7 +343,13 @@ export class Supervisor {
    */
   async connect(
     address: string,
-    options: { signal?: AbortSignal; expect?: string; present?: Grant[] } = {},
+    options: {
+      signal?: AbortSignal;
+      expect?: string;
+      present?: Grant[];
+      /** Resolve once the peer's record (with `address`) is durable. */
+      remember?: boolean;
+    } = {},
   ): Promise<RemoteHello> {
     this.start();
     if (this.#stopping) throw new Error("supervisor is stopping");
@@ -345,6 +359,10 @@ export class Supervisor {
       caCerts: this.#o.caCerts,
     });
     const conn = this.#adopt(transport, true, options.present);
+    const asked: { addr: string; remembered?: Promise<void> } = {
+      addr: address,
+    };
+    this.#asked.set(conn, asked);
     // Abort only cancels a handshake: once open, the connection stays.
     const abort = () => {
       if (conn.state !== "open") conn.close("dial aborted");
@@ -357,6 +375,15 @@ export class Supervisor {
         throw new Error(
           `dial ${address}: expected ${options.expect}, found ${remote.key}`,
         );
+      }
+      // Recorded (with `address`) before the caller goes on, in the one
+      // write `#established` started; or here, if it did not run.
+      if (options.remember) {
+        await (asked.remembered ?? rememberPeer(this.#o.store, remote, {
+          dialed: true,
+          dialerAddrs: [],
+          askedAddr: address,
+        }));
       }
       return remote;
     } catch (error) {
@@ -374,7 +401,8 @@ export class Supervisor {
    */
   connectUntilUp(
     address: string,
-    options: { signal?: AbortSignal; present?: Grant[] } = {},
+    options: { signal?: AbortSignal; present?: Grant[]; remember?: boolean } =
+      {},
   ): Promise<RemoteHello> {
     this.start();
     if (this.#stopping) {
@@ -386,6 +414,7 @@ export class Supervisor {
         this.connect(addr, {
           signal,
           ...(options.present ? { present: options.present } : {}),
+          ...(options.remember ? { remember: true } : {}),
         }),
       running: () => !this.#stopping,
       failed: (addr, attempt, error) =>
@@ -773,13 +802,17 @@ export class Supervisor {
       dialer.learn(remote.addr);
     }
     dialer?.connected();
-    // The address we dialed stays first: Peer.connect's own record of it
-    // may be overwritten by this one, which read the record before.
-    void rememberPeer(this.#o.store, remote, {
+    // The address we dialed stays first; the one `connect` was asked for
+    // goes in the same write (one commit, not two, before the first lines).
+    const asked = this.#asked.get(conn);
+    const remembered = rememberPeer(this.#o.store, remote, {
       dialed: conn.dialed,
       dialedAddr: conn.dialed ? remoteAddr : undefined,
       dialerAddrs: this.#dialers.get(peer)?.addresses ?? [],
+      askedAddr: asked?.addr,
     });
+    remembered.catch(() => {}); // bookkeeping only, unless `connect` waits
+    if (asked) asked.remembered = remembered;
   }
 
   #closed(conn: Connection, reason: string, remoteAddr: string): void {

@@ -216,12 +216,14 @@ export class Peer {
     const how = {
       ...(options.present?.length ? { present: options.present } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
+      // Resolved once the peer's record, with `addr`, is durable: the
+      // supervisor's one write after the handshake (a restarted peer's
+      // first lines wait behind no second one).
+      remember: true,
     };
     const remote = options.retry
       ? await this.#p.sup.connectUntilUp(addr, how)
       : await this.#p.sup.connect(addr, how);
-    // Remember it now (the supervisor's own bookkeeping is asynchronous).
-    await this.#p.directory.remember(remote, addr);
     if (options.keep) this.#p.sup.keep(remote.key);
     this.#p.sup.reach(remote.key, [addr]);
     return remote.key;

@@ -1,14 +1,12 @@
 /**
  * {@link PeerDirectory}: the peers we know and how we keep reaching them:
- * remembered on connect, listed with their connection state, dialed again
+ * remembered on connect (by the supervisor), listed with their connection state, dialed again
  * on open while wanted, and given a dialer when we queue lines for them.
  *
  * @module
  */
 
 import type { Supervisor } from "../actors/supervisor.ts";
-import type { RemoteHello } from "../actors/connection.ts";
-import { mergedPeerRecord } from "../actors/remember_peer.ts";
 import type { OutboxEntry, PeerRecord, Store } from "../storage/store.ts";
 
 /** A known peer and whether it is connected now. */
@@ -67,21 +65,6 @@ export class PeerDirectory {
           : {}),
       };
     });
-  }
-
-  /** Records a peer we dialed at `addr` (first among its addresses). */
-  async remember(remote: RemoteHello, addr: string): Promise<void> {
-    // One read-and-write step: the supervisor records the same peer at the
-    // same moment, and neither may drop the other's address.
-    await this.#store.updatePeer(
-      remote.key,
-      (known) =>
-        mergedPeerRecord(known, remote, {
-          first: [addr],
-          dialed: true,
-          now: Date.now(),
-        }),
-    );
   }
 
   /**

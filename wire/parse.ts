@@ -33,21 +33,6 @@ function kindOf(value: unknown): string {
   return typeof value === "object" ? "an object" : `a ${typeof value}`;
 }
 
-/** Lines up to this long are tried as ASCII first (see {@link asciiText}). */
-const ASCII_FAST_BYTES = 2048;
-
-/**
- * The text of a short all-ASCII line (ASCII is valid UTF-8 as it is), or
- * undefined: the decoder is a runtime call whose fixed cost dwarfs a short
- * line's (a handshake's lines, acks, pings are short and ASCII).
- */
-function asciiText(bytes: Uint8Array): string | undefined {
-  const n = bytes.length;
-  if (n > ASCII_FAST_BYTES) return undefined;
-  for (let i = 0; i < n; i++) if (bytes[i] > 0x7f) return undefined;
-  return String.fromCharCode.apply(null, bytes as unknown as number[]);
-}
-
 /**
  * Parses one line (bytes without the newline): strict UTF-8, JSON, an
  * object whose `t` is a string.
@@ -62,13 +47,16 @@ function asciiText(bytes: Uint8Array): string | undefined {
  * ```
  */
 export function parseLine(bytes: Uint8Array): ParseResult {
-  let raw: string | undefined = asciiText(bytes);
-  if (raw === undefined) {
-    try {
-      raw = decoder.decode(bytes);
-    } catch {
-      return bad("line is not valid UTF-8");
-    }
+  // One decoder call, even for a short ASCII line: copying its bytes out
+  // in JS (`String.fromCharCode.apply`, tried first until resume4) cost a
+  // restarted peer ~15 µs a line until V8 optimized it, a few hundred lines
+  // in, and ~600 B of garbage a line; the decoder costs about the same warm
+  // (bench/README "resume4"). Pings and acks skip this (plain_line.ts).
+  let raw: string;
+  try {
+    raw = decoder.decode(bytes);
+  } catch {
+    return bad("line is not valid UTF-8");
   }
   let value: unknown;
   try {
