@@ -14,6 +14,7 @@ import { readFrame } from "../../wire/read_frame.ts";
 import { encodeTextLine } from "../../wire/frame.ts";
 import { wrapValidateFunction } from "../../wire/validate.ts";
 import { type_ack, type_ping } from "../../wire/validate_compiled.js";
+import { fieldChanges } from "../helpers/field_changes.ts";
 
 const enc = new TextEncoder();
 const ping = (id: string, ts: string) =>
@@ -168,23 +169,7 @@ Deno.test("the plain ping and ack check agrees with the generated validators", (
       th: "t",
       re: "y",
     };
-    const cases: Record<string, unknown>[] = [base];
-    const change = (from: Record<string, unknown>, f: string, v: unknown) => {
-      const out = { ...from };
-      if (v === undefined) delete out[f];
-      else out[f] = v;
-      return out;
-    };
-    for (const f of fields) {
-      for (const v of values) {
-        const one = change(base, f, v);
-        cases.push(one);
-        for (const g of fields) {
-          if (g <= f) continue;
-          for (const w of values) cases.push(change(one, g, w));
-        }
-      }
-    }
+    const cases = fieldChanges(base, fields, values);
     for (const value of cases) {
       const fast = isPlainPingOrAck(value);
       const typed = value.t === "ping" || value.t === "ack"
