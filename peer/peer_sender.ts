@@ -200,7 +200,12 @@ export function queueLines(
   }
   if (queued.early) sup.connection(peer)?.writer.send(queued.entries);
   return queued.durable.then((entries) => {
-    if (!queued.early) sup.connection(peer)?.writer.send(entries);
+    const conn = sup.connection(peer);
+    if (!queued.early) conn?.writer.send(entries);
+    // The connection dropped before these lines were durable: the dialer
+    // may have re-read the store without them and found nothing wanted.
+    // Want the peer again, now that the store holds them.
+    if (!conn) sup.want(peer).catch(() => {}); // its first want reported
     // Most sends lift no hold: nothing more to wait for.
     return lifted === NOT_HELD ? entries : lifted.then(() => entries);
   });
