@@ -8,6 +8,7 @@
 import { controlCall, ControlError, NoDaemonError } from "./control.ts";
 import { homePaths } from "./home.ts";
 import { selfCommandPreferBundle } from "./process_bundle.ts";
+import { CHILD_ENV } from "./self_command.ts";
 import { ensureHomeDir, HomeNotDirectoryError } from "../storage/store_file.ts";
 
 const DAEMON_START_TIMEOUT_MS = 20_000;
@@ -46,6 +47,7 @@ export async function ensureDaemon(
   ]);
   const child = new Deno.Command(command, {
     args,
+    env: CHILD_ENV,
     stdin: "null",
     stdout: "null",
     stderr: "null",

@@ -99,6 +99,22 @@ function runsFromBundle(): boolean {
 }
 
 /**
+ * Environment for every process this program starts: no Deno update check.
+ * Each `deno` process otherwise looks up `dl.deno.land` ~0.75 s after start
+ * (a DNS query and a TLS dial from a daemon meant to sit idle; on machines
+ * without internet access it only fails).
+ *
+ * @example
+ * ```ts
+ * import { CHILD_ENV } from "./self_command.ts";
+ * console.log(CHILD_ENV.DENO_NO_UPDATE_CHECK); // "1"
+ * ```
+ */
+export const CHILD_ENV: Readonly<Record<string, string>> = {
+  DENO_NO_UPDATE_CHECK: "1",
+};
+
+/**
  * Set in the environment of a re-executed process, so it happens once.
  *
  * @example
@@ -145,7 +161,7 @@ export async function reexecWithKv(
   try {
     const child = new Deno.Command(command, {
       args: argv,
-      env: { [REEXEC_ENV]: "1" },
+      env: { ...CHILD_ENV, [REEXEC_ENV]: "1" },
       stdin: "inherit",
       stdout: "inherit",
       stderr: "inherit",

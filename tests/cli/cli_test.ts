@@ -19,6 +19,9 @@ import { until } from "../helpers/until.ts";
 
 Deno.test("cli: connect, send code/data/file, wait, read, state done, threads, grants, bye", async () => {
   await twoPeers(async (a, b) => {
+    // `awp up` starts its daemon with no Deno update check (CHILD_ENV).
+    const environ = await Deno.readTextFile(`/proc/${a.status.pid}/environ`);
+    assert.ok(environ.split("\0").includes("DENO_NO_UPDATE_CHECK=1"));
     const c = await okJson<{ key: string; already: boolean }>(b.home, [
       "connect",
       a.status.addrs[0],
@@ -384,6 +387,9 @@ Deno.test("cli: without --unstable-kv the daemon re-executes itself once; defaul
         status.addrs[0].slice(5).replace("awp.sock", "control.sock"),
       )).mode! & 0o777;
       assert.equal(mode, 0o600);
+      // The re-executed daemon makes no Deno update check (CHILD_ENV).
+      const environ = await Deno.readTextFile(`/proc/${status.pid}/environ`);
+      assert.ok(environ.split("\0").includes("DENO_NO_UPDATE_CHECK=1"));
       await ok(home, ["down"]);
       const out = await child.output();
       assert.equal(out.code, 0);

@@ -129,6 +129,7 @@ export async function down(home: string): Promise<void> {
 /** The parts of `awp status --json` the tests read. */
 export interface Status {
   key: string;
+  pid: number;
   addrs: string[];
   queued: number;
   peers: Array<
