@@ -70,6 +70,26 @@ const GROUP_LINES = 150;
 /** Estimated bytes of one group's lines, under Deno KV's 800 KiB commit. */
 const GROUP_BYTES = 600_000;
 
+/** `rx` rows a build reads ahead at once, at most. */
+const READ_AHEAD_RX = 256;
+
+/** A thread without a marker yet (its first line sets `max`). */
+const NO_MARKER = "\u0000none";
+
+/**
+ * The `rx` row at `rxKey` as `tx` sees it: read ahead (`ahead`), unless
+ * this build wrote it since (then `tx` holds it), or from `tx`.
+ */
+function rxValue(
+  tx: Tx,
+  rxKey: Key,
+  ahead: Map<string, unknown>,
+): Promise<unknown> | unknown {
+  const k = encodeKey(rxKey);
+  if (ahead.has(k) && !tx.local.has(k)) return ahead.get(k);
+  return tx.get(rxKey);
+}
+
 /** An `rx` row's receive time and id (`ik` unless hashed), any layout. */
 function rxTime(value: unknown, ik: string): { at: number; id: string } {
   if (typeof value === "number") return { at: value, id: ik };
@@ -190,6 +210,9 @@ export class ReceivedLines {
     }
     // This call's view of each thread's row (marker and record).
     const rows = new Map<string, ThreadRow>();
+    // The `rx` rows the lines will ask for, read together (not one KV
+    // round trip after another, each behind the main thread's work).
+    const ahead = await this.#readAhead(tx, pk, lines, rows);
     const dirty = new Set<string>();
     // Threads with a line in the open group (their page pointer moves).
     const paged = new Set<string>();
@@ -252,7 +275,7 @@ export class ReceivedLines {
       const duplicate = !above && (
         (seen?.floor !== undefined && line.id <= seen.floor) ||
         pending.has(encodeKey(rxKey)) ||
-        (await tx.get(rxKey)) !== undefined
+        (await rxValue(tx, rxKey, ahead)) !== undefined
       );
       if (duplicate) {
         out.push({ id: line.id, duplicate });
@@ -299,6 +322,49 @@ export class ReceivedLines {
     }
     await closeGroup();
     return out;
+  }
+
+  /**
+   * Loads into `rows` the thread row of every thread of `lines`, then reads
+   * at once the `rx` rows the build will ask for (by encoded key): a line
+   * not above its thread's `max` and not at or below its `floor`, as the
+   * lines before it in this call leave them (a new thread's first line).
+   * At most {@link READ_AHEAD_RX} of them; the build reads the rest itself.
+   */
+  async #readAhead(
+    tx: Tx,
+    pk: string,
+    lines: IncomingLine[],
+    rows: Map<string, ThreadRow>,
+  ): Promise<Map<string, unknown>> {
+    const max = new Map<string, string | undefined>();
+    const keys: Key[] = [];
+    for (const line of lines) {
+      const tk = threadKey(line.th);
+      let row = rows.get(tk);
+      if (!row) {
+        row = await tx.getRecord<ThreadRow>(threadRowKey(pk, tk)) ?? {};
+        rows.set(tk, row);
+        max.set(tk, row.seen ? row.seen.max : NO_MARKER);
+      }
+      const seen = row.seen;
+      const top = max.get(tk);
+      if (top !== NO_MARKER && top !== undefined && line.id > top) {
+        max.set(tk, line.id);
+        continue;
+      }
+      if (seen?.floor !== undefined && line.id <= seen.floor) continue;
+      if (keys.length < READ_AHEAD_RX) {
+        keys.push(["rx", pk, tk, keyText(line.id)]);
+      }
+      // Taken as new, it becomes the thread's `max` when it had none.
+      if (top === NO_MARKER) max.set(tk, line.id);
+    }
+    const ahead = new Map<string, unknown>();
+    if (keys.length === 0) return ahead;
+    const values = await Promise.all(keys.map((key) => tx.get(key)));
+    keys.forEach((key, i) => ahead.set(encodeKey(key), values[i]));
+    return ahead;
   }
 
   /**
