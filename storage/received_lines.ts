@@ -41,7 +41,7 @@ import { encodeKey, type Key, keyText, threadKey } from "./kv/key.ts";
 import { listRecords } from "./kv/split_record.ts";
 import type { Tx } from "./kv/tx.ts";
 import { requireText } from "./require_text.ts";
-import { SeenIndex } from "./seen_index.ts";
+import { SeenIndex, type StoredRow } from "./seen_index.ts";
 import type {
   IncomingLine,
   LogEntry,
@@ -51,7 +51,6 @@ import type {
 import {
   ensureRecord,
   recordOf,
-  type SeenMarker,
   takeReceived,
   threadEnded,
   type ThreadRow,
@@ -69,6 +68,12 @@ import { timestamp } from "../wire/time.ts";
 const GROUP_LINES = 150;
 /** Estimated bytes of one group's lines, under Deno KV's 800 KiB commit. */
 const GROUP_BYTES = 600_000;
+
+/**
+ * A peer's thread rows a resume preloads into the committer's cache at
+ * most: a peer with more has its other threads read when their lines come.
+ */
+export const PRELOAD_ROWS = 512;
 
 /** `rx` rows a build reads ahead at once, at most. */
 const READ_AHEAD_RX = 256;
@@ -132,10 +137,21 @@ export class ReceivedLines {
   /** Every peer's markers lately resumed with, in memory. */
   #seenIndex = new SeenIndex();
 
-  /** Lines committed through `committer`, logged in `log`. */
-  constructor(committer: GroupCommitter, log: TrafficLog) {
+  /** Thread rows of a peer preloaded at most (see #preloadRows). */
+  #preloadCap: number;
+
+  /**
+   * Lines committed through `committer`, logged in `log`; a resume preloads
+   * at most `preloadRows` of the peer's thread rows ({@link PRELOAD_ROWS}).
+   */
+  constructor(
+    committer: GroupCommitter,
+    log: TrafficLog,
+    preloadRows: number = PRELOAD_ROWS,
+  ) {
     this.#c = committer;
     this.#log = log;
+    this.#preloadCap = preloadRows;
     committer.observe((mutations, ok) =>
       this.#seenIndex.changed(mutations, ok)
     );
@@ -373,15 +389,49 @@ export class ReceivedLines {
    */
   async seen(peer: string): Promise<Record<string, string>> {
     const pk = keyText(requireText(peer, "seen: peer"));
-    return await this.#seenIndex.seen(pk, async () => {
-      const out = new Map<string, { seen?: SeenMarker }>();
-      const range = { prefix: ["thr", pk] };
-      for await (const r of listRecords(this.#c.backend, range, 3)) {
-        const { seen } = r.value as ThreadRow;
-        if (seen !== undefined) out.set(r.key[2] as string, { seen });
-      }
-      return out;
-    });
+    const seen = await this.#seenIndex.seen(pk, () => this.#listRows(pk));
+    this.#preloadRows(pk);
+    return seen;
+  }
+
+  /**
+   * Peer `pk`'s thread rows as stored (by thread key); a row split in
+   * parts (rare) as its marker alone.
+   */
+  async #listRows(pk: string): Promise<Map<string, StoredRow>> {
+    const out = new Map<string, StoredRow>();
+    const range = { prefix: ["thr", pk] };
+    let split = false;
+    for await (const { key, value } of this.#c.backend.list(range)) {
+      if (key.length !== 3) continue;
+      if (value instanceof Uint8Array) out.set(key[2] as string, value);
+      else if (typeof value === "number") split = true;
+    }
+    if (!split) return out;
+    for await (const r of listRecords(this.#c.backend, range, 3)) {
+      const { seen } = r.value as ThreadRow;
+      out.set(r.key[2] as string, seen === undefined ? {} : { seen });
+    }
+    return out;
+  }
+
+  /**
+   * The peer's thread rows go to the committer's cache as the resume reads
+   * them (the peer's next lines are on their way): the first builds read
+   * them, and a thread without a row, from memory, not behind a commit on
+   * Deno KV's connection. A peer with more than {@link PRELOAD_ROWS} gets
+   * that many (its other threads are read when they come).
+   */
+  #preloadRows(pk: string): void {
+    const rows = this.#seenIndex.rows(pk);
+    if (rows === undefined) return;
+    const cap = this.#preloadCap;
+    const entries: Array<[Key, unknown]> = [];
+    for (const [tk, value] of rows) {
+      if (entries.length >= cap) break;
+      entries.push([threadRowKey(pk, tk), value]);
+    }
+    this.#c.preload(["thr", pk], entries, rows.size <= cap);
   }
 
   /**
