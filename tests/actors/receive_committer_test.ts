@@ -111,3 +111,55 @@ Deno.test("a commit's acks are written inside one corked call (one socket write)
     store.close();
   }
 });
+
+Deno.test("delivery waits while later lines are in the group commit: both batches are acked first, then delivered in order", async () => {
+  const store = new MemoryStore();
+  const events: string[] = [];
+  const host: CommitterHost = {
+    remoteKey: () => REMOTE,
+    beforeCommit: () => undefined,
+    takeChunk: () => {},
+    needsBeforeCommit: () => false,
+    deliver: (lines) =>
+      void events.push(`deliver ${lines.map((l) => l.message.id).join(",")}`),
+    fail: (detail) => assert.fail(detail),
+  };
+  // The first batch's commit takes 5 ms, the second's 30: they resolve
+  // in different turns.
+  const delays = [5, 30];
+  const slow = Object.create(store, {
+    nextId: { value: () => store.nextId() },
+    received: {
+      value: {
+        receive: (...args: Parameters<typeof store.received.receive>) =>
+          new Promise((r) => setTimeout(r, delays.shift() ?? 0)).then(() =>
+            store.received.receive(...args)
+          ),
+      },
+    },
+  }) as MemoryStore;
+  const c = new ReceiveCommitter(slow, host, {
+    writeLine: (line) => void events.push(`ack ${line.re}`),
+  });
+  try {
+    c.stage(msg("01J0000000000000000000001"));
+    const first = c.commit();
+    c.stage(msg("01J0000000000000000000002"));
+    const second = c.commit(); // handed over before the first is acked
+    await Promise.all([first, second]);
+    assert.deepEqual(events, [
+      "ack 01J0000000000000000000001",
+      "ack 01J0000000000000000000002",
+      "deliver 01J0000000000000000000001,01J0000000000000000000002",
+    ]);
+    // Alone, a line is delivered right after its ack.
+    c.stage(msg("01J0000000000000000000003"));
+    await c.commit();
+    assert.deepEqual(events.slice(3), [
+      "ack 01J0000000000000000000003",
+      "deliver 01J0000000000000000000003",
+    ]);
+  } finally {
+    store.close();
+  }
+});
