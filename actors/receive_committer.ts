@@ -92,12 +92,6 @@ export interface CommitterHost {
   fail(detail: string): void;
 }
 
-/**
- * Committed and acked lines that wait for delivery at most while later
- * lines of the connection are still being committed (see #deliverSoon).
- */
-const DELIVER_AT_MOST_LATER = 512;
-
 /** Committed lines that are acked (NOTES: mirror and private are "reliable like a msg"). */
 export const ACKED: ReadonlySet<string> = new Set([
   "msg",
@@ -135,8 +129,6 @@ export class ReceiveCommitter {
   /** Their delivery, once the group commit has moved on. */
   #delivering: Promise<void> | undefined;
   #uncommittedBytes = 0;
-  /** Batches handed to the store whose acks are not written yet. */
-  #handedOver = 0;
   /** Reading, waiting for a batch to commit (over the in-flight bound). */
   #waiters: Array<() => void> = [];
   /** A commit failed: nothing later is committed or acked. */
@@ -383,7 +375,6 @@ export class ReceiveCommitter {
       also,
     );
     outcomes.catch(() => {}); // handled in order below
-    this.#handedOver++;
     this.#committed = this.#committed.then(async () => {
       const out = await outcomes;
       if (!this.#failed) this.#ackAndDeliver(lines, out);
@@ -391,10 +382,8 @@ export class ReceiveCommitter {
       this.#failed = true;
       this.#host.fail(`storage failed: ${errorText(error)}`);
     }).finally(() => {
-      this.#handedOver--;
       this.#uncommittedBytes -= bytes;
       for (const wake of this.#waiters.splice(0)) wake();
-      this.#deliverWhenIdle();
     });
   }
 
@@ -439,30 +428,6 @@ export class ReceiveCommitter {
    */
   #deliverSoon(lines: ReceivedLine[]): void {
     for (const line of lines) this.#undelivered.push(line);
-    // More lines are on their way to the store: their commits and acks go
-    // first (the sender waits for those), delivery once they are done or
-    // this many wait.
-    if (this.#busy && this.#undelivered.length < DELIVER_AT_MOST_LATER) {
-      return;
-    }
-    this.#deliverNow();
-  }
-
-  /**
-   * Lines of this connection are in the store's group commit, not acked
-   * yet (lines waiting in `beforeCommit`, a blob's sync, do not count:
-   * delivery does not wait for them).
-   */
-  get #busy(): boolean {
-    return !this.#failed && this.#handedOver > 0;
-  }
-
-  /** Delivers what waits, unless more lines are still being committed. */
-  #deliverWhenIdle(): void {
-    if (this.#undelivered.length > 0 && !this.#busy) this.#deliverNow();
-  }
-
-  #deliverNow(): void {
     this.#delivering ??= new Promise<void>((resolve) =>
       setImmediate(() => {
         const batch = this.#undelivered;
