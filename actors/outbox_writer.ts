@@ -245,8 +245,29 @@ export class OutboxWriter {
    */
   tryWriteNow(entries: OutboxEntry[]): boolean {
     if (!this.#mayOvertake(entries)) return false;
-    for (const entry of entries) this.#writeLine(entry, entryLine(entry));
+    if (entries.length === 1) {
+      this.#writeLine(entries[0], entryLine(entries[0]));
+    } else {
+      this.corked(() => {
+        for (const entry of entries) this.#writeLine(entry, entryLine(entry));
+      });
+    }
     return true;
+  }
+
+  /**
+   * Runs `writeLines`, which queues lines synchronously, with the transport
+   * corked: they go out in one socket write, not the first alone and the
+   * rest behind it (a commit's acks).
+   */
+  corked(writeLines: () => void): void {
+    const t = this.#t;
+    t.cork?.();
+    try {
+      writeLines();
+    } finally {
+      t.uncork?.();
+    }
   }
 
   /**
@@ -323,41 +344,67 @@ export class OutboxWriter {
     }
   }
 
-  /** Writes held `entries` in order, each as the socket has room. */
+  /**
+   * Writes held `entries` in order, each as the socket has room. The lines
+   * queued in one turn go out in one socket write: the transport is corked
+   * while they queue (else the first went alone and the rest queued behind
+   * its write), and uncorked before any wait.
+   */
   async write(entries: OutboxEntry[]): Promise<void> {
-    for (const entry of entries) {
-      try {
-        // Awaited only when full: a page's lines with room go out in one
-        // turn, and so in one socket write.
-        if (this.#full()) await this.#writeRoom();
-        if (this.#host.stopped()) return;
-        if (this.#written?.has(entry.id)) continue;
-        if (entry.chunk) {
-          let frame: ChunkFrame;
-          try {
-            frame = await (this.#frames ??= new ChunkFramer()).frame(entry);
-          } catch (error) {
-            // The spooled file is gone: nothing to send; the blob layer decides.
-            this.#host.note(`chunk ${entry.id} not sent: ${errorText(error)}`);
-            continue;
+    // One line alone is written at once (a live send is never held).
+    const t = entries.length > 1 ? this.#t : undefined;
+    let corked = false;
+    const cork = (on: boolean) => {
+      if (t === undefined || on === corked) return;
+      corked = on;
+      if (on) t.cork?.();
+      else t.uncork?.();
+    };
+    cork(true);
+    try {
+      for (const entry of entries) {
+        try {
+          // Awaited only when full: a page's lines with room go out in one
+          // turn, and so in one socket write.
+          if (this.#full()) {
+            cork(false);
+            await this.#writeRoom();
+            cork(true);
           }
-          if (this.#written?.has(entry.id) || this.#host.stopped()) {
-            frame.release();
-          } else {
-            this.#noteWritten(entry.id);
-            this.#queue(
-              frame.bytes,
-              frame.raw,
-              frame.line,
-              true,
-              frame.release,
-            );
-            this.#host.sent(entry);
-          }
-        } else this.#writeLine(entry, entryLine(entry));
-      } finally {
-        this.#release(entry);
+          if (this.#host.stopped()) return;
+          if (this.#written?.has(entry.id)) continue;
+          if (entry.chunk) {
+            let frame: ChunkFrame;
+            try {
+              cork(false); // its bytes are read first: what queued goes now
+              frame = await (this.#frames ??= new ChunkFramer()).frame(entry);
+            } catch (error) {
+              // The spooled file is gone: nothing to send; the blob layer decides.
+              this.#host.note(
+                `chunk ${entry.id} not sent: ${errorText(error)}`,
+              );
+              continue;
+            }
+            if (this.#written?.has(entry.id) || this.#host.stopped()) {
+              frame.release();
+            } else {
+              this.#noteWritten(entry.id);
+              this.#queue(
+                frame.bytes,
+                frame.raw,
+                frame.line,
+                true,
+                frame.release,
+              );
+              this.#host.sent(entry);
+            }
+          } else this.#writeLine(entry, entryLine(entry));
+        } finally {
+          this.#release(entry);
+        }
       }
+    } finally {
+      cork(false);
     }
   }
 

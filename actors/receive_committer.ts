@@ -30,6 +30,11 @@ import type { WireLine } from "./outbox_writer.ts";
 export interface AckWriter {
   /** Queues one line on the socket (nothing once the connection closed). */
   writeLine(line: WireLine): void;
+  /**
+   * Runs `writeLines` so that the lines it queues go out in one socket
+   * write (`OutboxWriter.corked`); absent: each as it comes.
+   */
+  corked?(writeLines: () => void): void;
 }
 
 /**
@@ -385,25 +390,30 @@ export class ReceiveCommitter {
   /** Acks the committed lines, then delivers the new ones. */
   #ackAndDeliver(lines: Pending[], outcomes: ReceiveOutcome[]): void {
     const fresh: ReceivedLine[] = [];
-    let ts: string | undefined;
-    for (let i = 0; i < lines.length; i++) {
-      const line = lines[i];
-      if (ACKED.has(line.t)) {
-        ts ??= timestamp(); // the batch's acks go out in the same instant
-        this.#acks.writeLine({
-          t: "ack",
-          id: this.#store.nextId(),
-          ts,
-          th: line.th,
-          re: line.id,
-        });
+    const ackAll = () => {
+      let ts: string | undefined;
+      for (let i = 0; i < lines.length; i++) {
+        const line = lines[i];
+        if (ACKED.has(line.t)) {
+          ts ??= timestamp(); // the batch's acks go out in the same instant
+          this.#acks.writeLine({
+            t: "ack",
+            id: this.#store.nextId(),
+            ts,
+            th: line.th,
+            re: line.id,
+          });
+        }
+        const outcome = outcomes[i];
+        if (outcome?.duplicate) continue;
+        // The frame is this committer's own from here on: no copy.
+        if (outcome?.seq !== undefined) line.received.seq = outcome.seq;
+        fresh.push(line.received);
       }
-      const outcome = outcomes[i];
-      if (outcome?.duplicate) continue;
-      // The frame is this committer's own from here on: no copy.
-      if (outcome?.seq !== undefined) line.received.seq = outcome.seq;
-      fresh.push(line.received);
-    }
+    };
+    // A batch's acks in one socket write (else the first went alone).
+    if (lines.length > 1 && this.#acks.corked) this.#acks.corked(ackAll);
+    else ackAll();
     if (fresh.length) this.#deliverSoon(fresh);
   }
 

@@ -106,6 +106,8 @@ export class BatchedWriter {
   #lastWrite = -Infinity;
   /** Whether a burst's lines wait for the end of the turn (see {@link BURST_MS}). */
   #holdBursts = false;
+  /** Open {@link BatchedWriter.cork}s: no write starts while above 0. */
+  #corks = 0;
   /** Waiting flushes (made on the first: most connections never flush). */
   #idle: Array<() => void> | undefined;
 
@@ -126,6 +128,24 @@ export class BatchedWriter {
    */
   holdBursts(on: boolean): void {
     this.#holdBursts = on;
+  }
+
+  /**
+   * Holds the writes until the matching {@link uncork}: lines queued
+   * meanwhile go out together in one write (a replay page's lines, a
+   * commit's acks), not the first alone and the rest behind it. A writer
+   * queues synchronously, so a cork held within one turn delays nothing
+   * but the lines it covers. Corks nest.
+   */
+  cork(): void {
+    this.#corks++;
+  }
+
+  /** Ends a {@link cork}; the last one writes what queued meanwhile. */
+  uncork(): void {
+    if (this.#corks === 0) return;
+    if (--this.#corks > 0 || this.#writing) return;
+    if (this.#queue.length > 0 && !this.#closed) void this.#writeLoop();
   }
 
   /** A batch is being written (and so a frame may be half out). */
@@ -166,7 +186,7 @@ export class BatchedWriter {
 
   #push(pending: Pending): void {
     this.#queue.push(pending);
-    if (this.#writing) return;
+    if (this.#writing || this.#corks > 0) return;
     if (
       !this.#holdBursts ||
       performance.now() - this.#lastWrite >=
@@ -207,7 +227,7 @@ export class BatchedWriter {
   async #writeLoop(): Promise<void> {
     this.#writing = true;
     try {
-      while (this.#queue.length > 0 && !this.#closed) {
+      while (this.#queue.length > 0 && !this.#closed && this.#corks === 0) {
         const count = this.#cut();
         const parts: Uint8Array[] = [];
         for (let i = 0; i < count; i++) {

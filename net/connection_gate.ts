@@ -249,6 +249,14 @@ class GatedTransport implements Transport {
     return this.#inner.write(frame);
   }
 
+  cork(): void {
+    this.#inner.cork?.();
+  }
+
+  uncork(): void {
+    this.#inner.uncork?.();
+  }
+
   flush(): Promise<void> {
     return this.#inner.flush();
   }

@@ -77,6 +77,13 @@ export interface Transport {
    */
   holdBursts?(on: boolean): void;
   /**
+   * Holds the writes until the matching `uncork` (`BatchedWriter.cork`):
+   * what is queued meanwhile goes out in one write.
+   */
+  cork?(): void;
+  /** Ends a `cork`: what queued meanwhile is written. */
+  uncork?(): void;
+  /**
    * Queues one encoded frame (ends in "\n"); frames queued while a write is
    * in flight are batched into one larger write. Resolves when written.
    * Rejects after close.
@@ -284,6 +291,14 @@ class ConnTransport implements Transport, ReadAheadHandlers {
 
   holdBursts(on: boolean): void {
     this.#writer.holdBursts(on);
+  }
+
+  cork(): void {
+    this.#writer.cork();
+  }
+
+  uncork(): void {
+    this.#writer.uncork();
   }
 
   flush(): Promise<void> {

@@ -300,6 +300,14 @@ export class WebSocketTransport implements Transport {
     this.#writer.holdBursts(on);
   }
 
+  cork(): void {
+    this.#writer.cork();
+  }
+
+  uncork(): void {
+    this.#writer.uncork();
+  }
+
   /** Each complete line of `bytes` as one text frame; a tail waits. */
   #frameLines(bytes: Uint8Array): Uint8Array {
     const lines: Uint8Array[] = [];

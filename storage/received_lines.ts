@@ -41,7 +41,7 @@ import { encodeKey, type Key, keyText, threadKey } from "./kv/key.ts";
 import { listRecords } from "./kv/split_record.ts";
 import type { Tx } from "./kv/tx.ts";
 import { requireText } from "./require_text.ts";
-import { SeenIndex } from "./seen_index.ts";
+import { SeenIndex, type StoredRow } from "./seen_index.ts";
 import type {
   IncomingLine,
   LogEntry,
@@ -51,7 +51,6 @@ import type {
 import {
   ensureRecord,
   recordOf,
-  type SeenMarker,
   takeReceived,
   threadEnded,
   type ThreadRow,
@@ -69,6 +68,32 @@ import { timestamp } from "../wire/time.ts";
 const GROUP_LINES = 150;
 /** Estimated bytes of one group's lines, under Deno KV's 800 KiB commit. */
 const GROUP_BYTES = 600_000;
+
+/**
+ * A peer's thread rows a resume preloads into the committer's cache at
+ * most: a peer with more has its other threads read when their lines come.
+ */
+export const PRELOAD_ROWS = 512;
+
+/** `rx` rows a build reads ahead at once, at most. */
+const READ_AHEAD_RX = 256;
+
+/** A thread without a marker yet (its first line sets `max`). */
+const NO_MARKER = "\u0000none";
+
+/**
+ * The `rx` row at `rxKey` as `tx` sees it: read ahead (`ahead`), unless
+ * this build wrote it since (then `tx` holds it), or from `tx`.
+ */
+function rxValue(
+  tx: Tx,
+  rxKey: Key,
+  ahead: Map<string, unknown>,
+): Promise<unknown> | unknown {
+  const k = encodeKey(rxKey);
+  if (ahead.has(k) && !tx.local.has(k)) return ahead.get(k);
+  return tx.get(rxKey);
+}
 
 /** An `rx` row's receive time and id (`ik` unless hashed), any layout. */
 function rxTime(value: unknown, ik: string): { at: number; id: string } {
@@ -112,10 +137,21 @@ export class ReceivedLines {
   /** Every peer's markers lately resumed with, in memory. */
   #seenIndex = new SeenIndex();
 
-  /** Lines committed through `committer`, logged in `log`. */
-  constructor(committer: GroupCommitter, log: TrafficLog) {
+  /** Thread rows of a peer preloaded at most (see #preloadRows). */
+  #preloadCap: number;
+
+  /**
+   * Lines committed through `committer`, logged in `log`; a resume preloads
+   * at most `preloadRows` of the peer's thread rows ({@link PRELOAD_ROWS}).
+   */
+  constructor(
+    committer: GroupCommitter,
+    log: TrafficLog,
+    preloadRows: number = PRELOAD_ROWS,
+  ) {
     this.#c = committer;
     this.#log = log;
+    this.#preloadCap = preloadRows;
     committer.observe((mutations, ok) =>
       this.#seenIndex.changed(mutations, ok)
     );
@@ -190,6 +226,9 @@ export class ReceivedLines {
     }
     // This call's view of each thread's row (marker and record).
     const rows = new Map<string, ThreadRow>();
+    // The `rx` rows the lines will ask for, read together (not one KV
+    // round trip after another, each behind the main thread's work).
+    const ahead = await this.#readAhead(tx, pk, lines, rows);
     const dirty = new Set<string>();
     // Threads with a line in the open group (their page pointer moves).
     const paged = new Set<string>();
@@ -252,7 +291,7 @@ export class ReceivedLines {
       const duplicate = !above && (
         (seen?.floor !== undefined && line.id <= seen.floor) ||
         pending.has(encodeKey(rxKey)) ||
-        (await tx.get(rxKey)) !== undefined
+        (await rxValue(tx, rxKey, ahead)) !== undefined
       );
       if (duplicate) {
         out.push({ id: line.id, duplicate });
@@ -302,20 +341,97 @@ export class ReceivedLines {
   }
 
   /**
+   * Loads into `rows` the thread row of every thread of `lines`, then reads
+   * at once the `rx` rows the build will ask for (by encoded key): a line
+   * not above its thread's `max` and not at or below its `floor`, as the
+   * lines before it in this call leave them (a new thread's first line).
+   * At most {@link READ_AHEAD_RX} of them; the build reads the rest itself.
+   */
+  async #readAhead(
+    tx: Tx,
+    pk: string,
+    lines: IncomingLine[],
+    rows: Map<string, ThreadRow>,
+  ): Promise<Map<string, unknown>> {
+    const max = new Map<string, string | undefined>();
+    const keys: Key[] = [];
+    for (const line of lines) {
+      const tk = threadKey(line.th);
+      let row = rows.get(tk);
+      if (!row) {
+        row = await tx.getRecord<ThreadRow>(threadRowKey(pk, tk)) ?? {};
+        rows.set(tk, row);
+        max.set(tk, row.seen ? row.seen.max : NO_MARKER);
+      }
+      const seen = row.seen;
+      const top = max.get(tk);
+      if (top !== NO_MARKER && top !== undefined && line.id > top) {
+        max.set(tk, line.id);
+        continue;
+      }
+      if (seen?.floor !== undefined && line.id <= seen.floor) continue;
+      if (keys.length < READ_AHEAD_RX) {
+        keys.push(["rx", pk, tk, keyText(line.id)]);
+      }
+      // Taken as new, it becomes the thread's `max` when it had none.
+      if (top === NO_MARKER) max.set(tk, line.id);
+    }
+    const ahead = new Map<string, unknown>();
+    if (keys.length === 0) return ahead;
+    const values = await Promise.all(keys.map((key) => tx.get(key)));
+    keys.forEach((key, i) => ahead.set(encodeKey(key), values[i]));
+    return ahead;
+  }
+
+  /**
    * Per thread, the last content id received from `peer` (for resume):
    * from memory after the first KV list ({@link SeenIndex}).
    */
   async seen(peer: string): Promise<Record<string, string>> {
     const pk = keyText(requireText(peer, "seen: peer"));
-    return await this.#seenIndex.seen(pk, async () => {
-      const out = new Map<string, { seen?: SeenMarker }>();
-      const range = { prefix: ["thr", pk] };
-      for await (const r of listRecords(this.#c.backend, range, 3)) {
-        const { seen } = r.value as ThreadRow;
-        if (seen !== undefined) out.set(r.key[2] as string, { seen });
-      }
-      return out;
-    });
+    const seen = await this.#seenIndex.seen(pk, () => this.#listRows(pk));
+    this.#preloadRows(pk);
+    return seen;
+  }
+
+  /**
+   * Peer `pk`'s thread rows as stored (by thread key); a row split in
+   * parts (rare) as its marker alone.
+   */
+  async #listRows(pk: string): Promise<Map<string, StoredRow>> {
+    const out = new Map<string, StoredRow>();
+    const range = { prefix: ["thr", pk] };
+    let split = false;
+    for await (const { key, value } of this.#c.backend.list(range)) {
+      if (key.length !== 3) continue;
+      if (value instanceof Uint8Array) out.set(key[2] as string, value);
+      else if (typeof value === "number") split = true;
+    }
+    if (!split) return out;
+    for await (const r of listRecords(this.#c.backend, range, 3)) {
+      const { seen } = r.value as ThreadRow;
+      out.set(r.key[2] as string, seen === undefined ? {} : { seen });
+    }
+    return out;
+  }
+
+  /**
+   * The peer's thread rows go to the committer's cache as the resume reads
+   * them (the peer's next lines are on their way): the first builds read
+   * them, and a thread without a row, from memory, not behind a commit on
+   * Deno KV's connection. A peer with more than {@link PRELOAD_ROWS} gets
+   * that many (its other threads are read when they come).
+   */
+  #preloadRows(pk: string): void {
+    const rows = this.#seenIndex.rows(pk);
+    if (rows === undefined) return;
+    const cap = this.#preloadCap;
+    const entries: Array<[Key, unknown]> = [];
+    for (const [tk, value] of rows) {
+      if (entries.length >= cap) break;
+      entries.push([threadRowKey(pk, tk), value]);
+    }
+    this.#c.preload(["thr", pk], entries, rows.size <= cap);
   }
 
   /**

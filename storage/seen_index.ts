@@ -7,8 +7,10 @@
  * It holds only what KV holds: a peer's rows enter from a KV list that no
  * commit of thread rows overlapped, and then follow every commit that
  * resolved (`changed`); a commit that fails drops the peers it wrote (KV
- * may hold either value), so their next read lists KV again. A committed
- * row is kept as written and decoded only when the peer is read.
+ * may hold either value), so their next read lists KV again. A row is
+ * kept as stored (listed bytes, or as a commit wrote it) and decoded only
+ * when the peer is read; so a resume can hand a peer's rows to the
+ * committer's cache ({@link SeenIndex.rows}, `ReceivedLines.seen`).
  *
  * @module
  */
@@ -28,8 +30,12 @@ interface Marker {
   seen?: { th?: string; id?: string };
 }
 
-/** A thread's row (its marker), or its bytes as a commit wrote them. */
-type Stored = Marker | Uint8Array | RecordText;
+/**
+ * A thread's row as stored (its bytes as listed from KV, or as a commit
+ * wrote them), or only its marker (a row listed from parts).
+ */
+export type StoredRow = Marker | Uint8Array | RecordText;
+type Stored = StoredRow;
 
 /**
  * Per peer (its key as stored, `keyText`), per thread key: the thread
@@ -58,7 +64,7 @@ export class SeenIndex {
    */
   async seen(
     pk: string,
-    load: () => Promise<Map<string, Marker>>,
+    load: () => Promise<Map<string, StoredRow>>,
   ): Promise<Record<string, string>> {
     let records = this.#peers.get(pk);
     if (records) {
@@ -79,6 +85,23 @@ export class SeenIndex {
       }
     }
     return seenOf(records);
+  }
+
+  /**
+   * Every thread row of peer `pk` as KV holds it now (head values by
+   * thread key), when the peer is kept and each row as stored (none listed
+   * from parts); else undefined. Current as of the last commit told to
+   * {@link changed}.
+   */
+  rows(pk: string): ReadonlyMap<string, Uint8Array | RecordText> | undefined {
+    const records = this.#peers.get(pk);
+    if (!records) return undefined;
+    for (const stored of records.values()) {
+      if (!(stored instanceof Uint8Array || stored instanceof RecordText)) {
+        return undefined;
+      }
+    }
+    return records as ReadonlyMap<string, Uint8Array | RecordText>;
   }
 
   /**

@@ -51,6 +51,13 @@ export class CommittedCache {
   #kinds: ReadonlySet<string>;
   #values = new Map<string, unknown>();
   #bytes = 0;
+  /**
+   * Encoded prefixes whose every key one part longer is kept
+   * ({@link preload}): such a key not in {@link #values} is absent in KV.
+   */
+  #complete = new Set<string>();
+  /** Kept keys under a complete prefix, with the prefix (see #forget). */
+  #members = new Map<string, string>();
   /** Commits started and not settled (the committer may build meanwhile). */
   #inFlight = 0;
   /** Commits started so far: a read is current only if none began since. */
@@ -66,13 +73,23 @@ export class CommittedCache {
     return typeof key[0] === "string" && this.#kinds.has(key[0]);
   }
 
-  /** True when the committed value of `encoded` is known. */
+  /** True when the committed value of `encoded` is kept. */
   has(encoded: string): boolean {
     return this.#values.has(encoded);
   }
 
-  /** The committed value of `encoded` (check {@link has} first). */
+  /**
+   * True when the committed value of `key` (encoded: `encoded`) is known:
+   * kept, or absent under a prefix {@link preload}ed whole.
+   */
+  knows(key: Key, encoded: string): boolean {
+    return this.#values.has(encoded) ||
+      (this.#complete.size > 0 && this.#complete.has(parentOf(key)));
+  }
+
+  /** The committed value of `encoded` (check {@link knows} first). */
   get(encoded: string): unknown {
+    if (!this.#values.has(encoded)) return undefined; // known absent
     const value = this.#values.get(encoded);
     // Most recently used last.
     this.#values.delete(encoded);
@@ -102,7 +119,39 @@ export class CommittedCache {
    */
   fill(key: Key, encoded: string, value: unknown, ticket: number): void {
     if (ticket !== this.#epoch || this.#inFlight > 0) return;
-    if (this.covers(key)) this.#set(encoded, value);
+    if (this.covers(key)) this.#set(key, encoded, value);
+  }
+
+  /**
+   * Keeps the committed values `rows` (key and stored head value) of keys
+   * one part longer than `prefix`; when `whole`, they are every such key
+   * KV holds, so another key one part longer is known absent. The caller
+   * vouches they are current: read with no commit of these keys since
+   * (e.g. `SeenIndex`, which follows every commit). Nothing is kept when
+   * they would not all fit: the keys are read on demand then.
+   */
+  preload(
+    prefix: Key,
+    rows: Iterable<readonly [Key, unknown]>,
+    whole: boolean,
+  ): void {
+    if (!this.covers(prefix)) return;
+    const parent = encodeKey(prefix);
+    const kept: Array<[Key, string, unknown]> = [];
+    for (const [key, value] of rows) {
+      const encoded = encodeKey(key);
+      if (key.length !== prefix.length + 1 || !encoded.startsWith(parent)) {
+        throw new RangeError("preload: a key not one part under its prefix");
+      }
+      kept.push([key, encoded, value]);
+    }
+    if (kept.length > MAX_ENTRIES / 2) return;
+    for (const [key, encoded, value] of kept) this.#set(key, encoded, value);
+    if (!whole || !kept.every(([, encoded]) => this.#values.has(encoded))) {
+      return;
+    }
+    this.#complete.add(parent);
+    for (const [, encoded] of kept) this.#members.set(encoded, parent);
   }
 
   /** Takes the values of a commit that resolved. */
@@ -110,7 +159,11 @@ export class CommittedCache {
     if (this.#inFlight > 0) this.#inFlight--;
     for (const m of mutations) {
       if (!this.covers(m.key)) continue;
-      this.#set((m as MaybeEncoded).encoded ?? encodeKey(m.key), m.value);
+      this.#set(
+        m.key,
+        (m as MaybeEncoded).encoded ?? encodeKey(m.key),
+        m.value,
+      );
     }
   }
 
@@ -118,24 +171,47 @@ export class CommittedCache {
   failed(mutations: Iterable<Mutation>): void {
     if (this.#inFlight > 0) this.#inFlight--;
     for (const m of mutations) {
-      if (this.covers(m.key)) {
-        this.#delete((m as MaybeEncoded).encoded ?? encodeKey(m.key));
-      }
+      if (!this.covers(m.key)) continue;
+      // A key not kept under a whole prefix may now be in KV too.
+      if (this.#complete.size > 0) this.#complete.delete(parentOf(m.key));
+      this.#forget((m as MaybeEncoded).encoded ?? encodeKey(m.key));
     }
   }
 
-  #set(encoded: string, value: unknown): void {
-    this.#delete(encoded);
+  #set(key: Key, encoded: string, value: unknown): void {
+    this.#remove(encoded);
     this.#values.set(encoded, value);
     this.#bytes += cost(encoded, value);
+    if (this.#complete.size > 0) {
+      const parent = parentOf(key);
+      if (this.#complete.has(parent)) this.#members.set(encoded, parent);
+    }
     while (this.#values.size > MAX_ENTRIES || this.#bytes > MAX_BYTES) {
-      this.#delete(this.#values.keys().next().value!);
+      this.#forget(this.#values.keys().next().value!);
     }
   }
 
-  #delete(encoded: string): void {
+  /**
+   * Drops a kept value (evicted, or a failed commit's): its prefix is no
+   * longer known whole.
+   */
+  #forget(encoded: string): void {
+    const parent = this.#members.get(encoded);
+    if (parent !== undefined) {
+      this.#members.delete(encoded);
+      this.#complete.delete(parent);
+    }
+    this.#remove(encoded);
+  }
+
+  #remove(encoded: string): void {
     if (!this.#values.has(encoded)) return;
     this.#bytes -= cost(encoded, this.#values.get(encoded));
     this.#values.delete(encoded);
   }
+}
+
+/** The encoded key one part shorter than `key`. */
+function parentOf(key: Key): string {
+  return encodeKey(key.slice(0, -1));
 }

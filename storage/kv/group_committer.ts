@@ -114,6 +114,20 @@ export class GroupCommitter {
     });
   }
 
+  /**
+   * Tells the cache of committed records the stored values of keys one part
+   * under `prefix` (whole: all of them), read with no commit of them since
+   * (see {@link CommittedCache.preload}): a build then reads them, or their
+   * absence, from memory. Nothing when `prefix` is not of a cached kind.
+   */
+  preload(
+    prefix: Key,
+    rows: Iterable<readonly [Key, unknown]>,
+    whole: boolean,
+  ): void {
+    this.#cache?.preload(prefix, rows, whole);
+  }
+
   /** Writes a record (see {@link Tx.putRecord}); resolves once durable. */
   put(key: Key, value: unknown): Promise<void> {
     return this.submit(false, async (tx) => {
@@ -319,7 +333,7 @@ export class GroupCommitter {
     for (const op of ops) {
       for (const key of op.prefetch ?? []) {
         const k = encodeKey(key);
-        if (!cache?.has(k)) keys.set(k, key);
+        if (!cache?.knows(key, k)) keys.set(k, key);
       }
     }
     const all = [...keys];

@@ -79,7 +79,7 @@ export class Tx {
     const m = this.local.get(k) ?? this.#overlay.get(k);
     if (m) return Promise.resolve(m.value);
     const cache = this.#cache;
-    if (cache?.has(k)) return Promise.resolve(cache.get(k));
+    if (cache?.knows(key, k)) return Promise.resolve(cache.get(k));
     if (this.#prefetched.has(k)) {
       return Promise.resolve(this.#prefetched.get(k));
     }

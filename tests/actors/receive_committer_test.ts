@@ -69,3 +69,45 @@ Deno.test("quietMark: a seen read ahead stays current only while no earlier conn
     store.close();
   }
 });
+
+Deno.test("a commit's acks are written inside one corked call (one socket write), a lone ack as it comes", async () => {
+  const store = new MemoryStore();
+  const writes: string[][] = [];
+  let open: string[] | undefined;
+  const host: CommitterHost = {
+    remoteKey: () => REMOTE,
+    beforeCommit: () => undefined,
+    takeChunk: () => {},
+    needsBeforeCommit: () => false,
+    deliver: () => {},
+    fail: (detail) => assert.fail(detail),
+  };
+  const c = new ReceiveCommitter(store, host, {
+    writeLine(line) {
+      if (open) open.push(String(line.re));
+      else writes.push([String(line.re)]);
+    },
+    corked(writeLines) {
+      open = [];
+      writeLines();
+      writes.push(open);
+      open = undefined;
+    },
+  });
+  try {
+    c.stage(msg("01J0000000000000000000001"));
+    await c.commit();
+    for (const n of [2, 3, 4]) c.stage(msg(`01J000000000000000000000${n}`));
+    await c.commit();
+    assert.deepEqual(writes, [
+      ["01J0000000000000000000001"],
+      [
+        "01J0000000000000000000002",
+        "01J0000000000000000000003",
+        "01J0000000000000000000004",
+      ],
+    ]);
+  } finally {
+    store.close();
+  }
+});

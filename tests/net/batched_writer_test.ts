@@ -180,3 +180,46 @@ Deno.test("with holdBursts on, lines asked within a burst wait for the end of th
   assert.deepEqual(sink.writes, [[1], [2, 3], [4]]);
   await d;
 });
+
+Deno.test("corked, the lines queued go out in one write at the last uncork; a lone line is not held", async () => {
+  const sink = immediateSink();
+  const writer = new BatchedWriter(sink, { onFail() {} });
+  writer.cork();
+  writer.cork(); // nested: only the outer uncork writes
+  const page = [1, 2, 3].map((b) => writer.write(new Uint8Array([b])));
+  assert.deepEqual(sink.writes, [], "held while corked");
+  writer.uncork();
+  assert.deepEqual(sink.writes, [], "still one cork");
+  writer.uncork();
+  await Promise.all(page);
+  assert.deepEqual(sink.writes, [[1, 2, 3]]);
+  writer.uncork(); // one too many: nothing happens
+  const lone = writer.write(new Uint8Array([4]));
+  assert.deepEqual(sink.writes, [[1, 2, 3], [4]], "written at once");
+  await lone;
+  await writer.flush();
+});
+
+Deno.test("lines corked while a write is in flight follow it in one write", async () => {
+  let release: (() => void) | undefined;
+  const writes: number[][] = [];
+  const sink = {
+    write(bytes: Uint8Array): Promise<number> {
+      writes.push([...bytes]);
+      return new Promise<number>((r) => release = () => r(bytes.length));
+    },
+  };
+  const writer = new BatchedWriter(sink, { onFail() {} });
+  const first = writer.write(new Uint8Array([1]));
+  writer.cork();
+  const rest = [2, 3].map((b) => writer.write(new Uint8Array([b])));
+  release!(); // the first write completes while corked
+  await first;
+  await Promise.resolve();
+  assert.deepEqual(writes, [[1]], "nothing starts while corked");
+  writer.uncork();
+  await new Promise((r) => setTimeout(r, 0));
+  release!();
+  await Promise.all(rest);
+  assert.deepEqual(writes, [[1], [2, 3]]);
+});
