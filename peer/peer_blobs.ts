@@ -27,6 +27,7 @@ import {
   type ChunkResult,
 } from "../storage/blob_sink.ts";
 import { discardSpooled } from "../storage/spool.ts";
+import { warmSha256 } from "../storage/sha256.ts";
 import { releaseChunkBytes } from "../wire/chunk_line.ts";
 import { KEY_PREFIX } from "../wire/keys.ts";
 import { timestamp } from "../wire/time.ts";
@@ -406,7 +407,11 @@ export class PeerBlobs {
     let sink = this.#sinks.get(id);
     if (sink) return sink;
     sink = (async () => {
-      const record = await this.#store.blob(peer, ref, "in");
+      const reading = this.#store.blob(peer, ref, "in");
+      // The sink's hash loads node:crypto, which holds this thread: the
+      // record's read (and then the temp file's creation) runs meanwhile.
+      warmSha256();
+      const record = await reading;
       // A record picks up a transfer cut by a reconnect or a restart.
       return record
         ? await BlobSink.resume(record, { maxBytes: this.#maxBlob })

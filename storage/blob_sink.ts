@@ -32,6 +32,14 @@ const READ_BUFFER = 262144;
  * with 64 KiB pieces. The extra system calls cost less than that.
  */
 const WRITE_PIECE = 65536;
+/**
+ * Handles open on the temp file between syncs: a 256 KiB chunk's four
+ * pieces are written at once, one per handle. Each write is a hop to the
+ * blocking pool and back; one piece after the other, those hops (thread
+ * wake-ups, and the JS thread's turn to start the next piece) set the
+ * receiver's pace, not the kernel's copy.
+ */
+const WRITE_HANDLES = 4;
 
 /** The fields of a `chunk` line the sink needs (a wire `Chunk` fits). */
 export interface ChunkInput {
@@ -247,9 +255,15 @@ export class BlobSink {
       `${options.dir}/${fileBase(options.ref)}`,
       limit,
     );
+    // The first hash loads node:crypto, which holds this thread for a
+    // while (15–80 ms on a busy machine): the temp file is made meanwhile.
+    const made = (async () => {
+      await Deno.mkdir(options.dir, { recursive: true, mode: 0o700 });
+      await Deno.writeFile(sink.#temp, new Uint8Array(0), { mode: 0o600 });
+    })();
+    made.catch(() => {}); // awaited below
     sink.#hash = await createSha256();
-    await Deno.mkdir(options.dir, { recursive: true, mode: 0o700 });
-    await Deno.writeFile(sink.#temp, new Uint8Array(0), { mode: 0o600 });
+    await made;
     return sink;
   }
 
@@ -606,26 +620,16 @@ export class BlobSink {
       return this.#error("size_mismatch", detail, n, true);
     }
     try {
-      // Positional write at the recorded length: stray bytes from a failed
-      // earlier attempt are overwritten, and synced (by sync, once for
-      // the batch) before the caller records or acks anything.
+      // Written at the recorded length: stray bytes from a failed earlier
+      // attempt are overwritten, and synced (by sync, once for the batch)
+      // before the caller records or acks anything. The pieces go out at
+      // once, one handle each, so the blocking pool writes them side by
+      // side instead of one hop to it and back per piece; the hash takes
+      // the bytes meanwhile.
       const file = await io.open();
-      // Seeks only when not already there (a fresh handle, or after an
-      // error): chunks of one batch follow each other.
-      if (io.position !== this.#bytes) {
-        io.position = -1;
-        await file.seek(this.#bytes, Deno.SeekMode.Start);
-        io.position = this.#bytes;
-      }
-      let done = 0;
-      while (done < bytes.length) {
-        const n = await file.write(
-          bytes.subarray(done, done + WRITE_PIECE),
-        );
-        done += n;
-        io.position += n;
-      }
-      io.dirtyBytes += bytes.length;
+      const written = io.writeAt(this.#bytes, bytes);
+      this.#hash.update(bytes);
+      await written;
       if (chunk.last) {
         await file.truncate(total);
         // The bytes are durable before the rename makes the file final.
@@ -634,7 +638,6 @@ export class BlobSink {
         io.close();
       }
     } catch (error) {
-      io.position = -1;
       const detail =
         `blob ${this.#ref} chunk ${n}: cannot write ${this.#temp}: ${
           errorText(error)
@@ -642,7 +645,6 @@ export class BlobSink {
       this.#fail(detail);
       return this.#error("io", detail, n, true);
     }
-    this.#hash.update(bytes);
     this.#bytes = total;
     this.#next = n + 1;
     this.#touch();
@@ -730,29 +732,56 @@ export class BlobSink {
   }
 }
 
-/** The temp file between two syncs: opened once, synced once. */
+/**
+ * The temp file between two syncs: opened once (a few handles), synced
+ * once. Each handle has its own position, so pieces of a chunk are written
+ * at their offsets side by side; an fsync of any handle covers the file.
+ */
 class SinkFile {
   #path: string;
-  #file: Deno.FsFile | undefined;
+  #files: Deno.FsFile[] | undefined;
   /** Bytes written since the last sync. */
   dirtyBytes = 0;
-  /** Where the next write goes (-1: unknown, seek first). */
-  position = -1;
 
   constructor(path: string) {
     this.#path = path;
   }
 
+  /** Opens the handles (once); resolves with the first. */
   async open(): Promise<Deno.FsFile> {
-    this.#file ??= await Deno.open(this.#path, { write: true });
-    return this.#file;
+    this.#files ??= await Promise.all(
+      Array.from(
+        { length: WRITE_HANDLES },
+        () => Deno.open(this.#path, { write: true }),
+      ),
+    );
+    return this.#files[0];
+  }
+
+  /**
+   * Writes `bytes` at `offset` in pieces of {@link WRITE_PIECE}, the
+   * handles taking turns (each writes its pieces in order); resolves once
+   * every piece is written, rejects with the first error after all have
+   * settled (no write still reads `bytes` then).
+   */
+  async writeAt(offset: number, bytes: Uint8Array): Promise<void> {
+    const files = this.#files!;
+    const lanes: Promise<void>[] = [];
+    for (let lane = 0; lane < files.length; lane++) {
+      const first = lane * WRITE_PIECE;
+      if (first >= bytes.length && lane > 0) break;
+      lanes.push(writeLane(files[lane], offset, bytes, first, files.length));
+    }
+    const settled = await Promise.allSettled(lanes);
+    for (const s of settled) if (s.status === "rejected") throw s.reason;
+    this.dirtyBytes += bytes.length;
   }
 
   /** Syncs what was written; false when that failed. */
   async sync(): Promise<boolean> {
-    if (this.dirtyBytes === 0 || !this.#file) return true;
+    if (this.dirtyBytes === 0 || !this.#files) return true;
     try {
-      await this.#file.syncData();
+      await this.#files[0].syncData();
       this.dirtyBytes = 0;
       return true;
     } catch {
@@ -762,11 +791,34 @@ class SinkFile {
 
   /** Closes the file: what was not synced is no longer ours to sync. */
   close(): void {
-    try {
-      this.#file?.close();
-    } catch { /* already closed */ }
-    this.#file = undefined;
+    for (const file of this.#files ?? []) {
+      try {
+        file.close();
+      } catch { /* already closed */ }
+    }
+    this.#files = undefined;
     this.dirtyBytes = 0;
-    this.position = -1;
+  }
+}
+
+/**
+ * Writes the pieces of `bytes` from `first`, every `stride`-th one, to
+ * `file` at `offset` plus their place in `bytes` (short writes continue
+ * where they stopped).
+ */
+async function writeLane(
+  file: Deno.FsFile,
+  offset: number,
+  bytes: Uint8Array,
+  first: number,
+  stride: number,
+): Promise<void> {
+  for (let at = first; at < bytes.length; at += stride * WRITE_PIECE) {
+    const end = Math.min(bytes.length, at + WRITE_PIECE);
+    // A cheap system call on this thread; the write is the hop.
+    file.seekSync(offset + at, Deno.SeekMode.Start);
+    for (let done = at; done < end;) {
+      done += await file.write(bytes.subarray(done, end));
+    }
   }
 }
