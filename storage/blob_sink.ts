@@ -22,24 +22,6 @@ export const DEFAULT_BLOB_LIMIT: number = DEFAULT_MAX_BLOB_BYTES;
 export const PARTIAL_SUFFIX = ".part";
 
 const READ_BUFFER = 262144;
-/**
- * Chunk bytes go to the file in writes of at most this much. Measured on
- * this project's machines (Linux 6.18 in a VM, ext4): 20 MiB written to a
- * new file in 256 KiB writes cost the kernel 51–60 ms of CPU in most runs,
- * in 64 KiB writes 5–24 ms (large page-cache folios for big writes are
- * the likely cause); in the blob bench the receiver's threads other than
- * JS took > 70 ms per 20 MiB in 9 runs of 15 with whole chunks, 3 of 15
- * with 64 KiB pieces. The extra system calls cost less than that.
- */
-const WRITE_PIECE = 65536;
-/**
- * Handles open on the temp file between syncs: a 256 KiB chunk's four
- * pieces are written at once, one per handle. Each write is a hop to the
- * blocking pool and back; one piece after the other, those hops (thread
- * wake-ups, and the JS thread's turn to start the next piece) set the
- * receiver's pace, not the kernel's copy.
- */
-const WRITE_HANDLES = 4;
 
 /** The fields of a `chunk` line the sink needs (a wire `Chunk` fits). */
 export interface ChunkInput {
@@ -622,10 +604,8 @@ export class BlobSink {
     try {
       // Written at the recorded length: stray bytes from a failed earlier
       // attempt are overwritten, and synced (by sync, once for the batch)
-      // before the caller records or acks anything. The pieces go out at
-      // once, one handle each, so the blocking pool writes them side by
-      // side instead of one hop to it and back per piece; the hash takes
-      // the bytes meanwhile.
+      // before the caller records or acks anything. The hash takes the
+      // bytes while the blocking pool writes them.
       const file = await io.open();
       const written = io.writeAt(this.#bytes, bytes);
       this.#hash.update(bytes);
@@ -733,13 +713,22 @@ export class BlobSink {
 }
 
 /**
- * The temp file between two syncs: opened once (a few handles), synced
- * once. Each handle has its own position, so pieces of a chunk are written
- * at their offsets side by side; an fsync of any handle covers the file.
+ * The temp file between two syncs: opened once, synced once.
+ *
+ * A chunk goes to it in one write. Each write is a hop to the blocking pool
+ * and back (a pool thread woken, then the JS thread's turn to start the
+ * next); in 64 KiB pieces one after the other, those hops set a receiver's
+ * pace (traced in the blob bench: reading waited on them ~60 % of the
+ * time). An earlier pass measured whole 256 KiB writes costing the kernel
+ * more than 64 KiB ones (large page-cache folios); measured again (20 MiB
+ * to a new file, 7 runs each, same minutes), 256 KiB writes took the pool
+ * threads 6–8 ms against 7–27 ms in 64 KiB ones.
  */
 class SinkFile {
   #path: string;
-  #files: Deno.FsFile[] | undefined;
+  #file: Deno.FsFile | undefined;
+  /** Where the next write goes (-1: unknown, seek first). */
+  #position = -1;
   /** Bytes written since the last sync. */
   dirtyBytes = 0;
 
@@ -747,41 +736,36 @@ class SinkFile {
     this.#path = path;
   }
 
-  /** Opens the handles (once); resolves with the first. */
   async open(): Promise<Deno.FsFile> {
-    this.#files ??= await Promise.all(
-      Array.from(
-        { length: WRITE_HANDLES },
-        () => Deno.open(this.#path, { write: true }),
-      ),
-    );
-    return this.#files[0];
+    this.#file ??= await Deno.open(this.#path, { write: true });
+    return this.#file;
   }
 
   /**
-   * Writes `bytes` at `offset` in pieces of {@link WRITE_PIECE}, the
-   * handles taking turns (each writes its pieces in order); resolves once
-   * every piece is written, rejects with the first error after all have
-   * settled (no write still reads `bytes` then).
+   * Writes `bytes` at `offset` (after {@link open}), in one write unless
+   * the kernel takes less; seeks only when not already there (a fresh
+   * handle, or after an error): chunks of one batch follow each other.
    */
   async writeAt(offset: number, bytes: Uint8Array): Promise<void> {
-    const files = this.#files!;
-    const lanes: Promise<void>[] = [];
-    for (let lane = 0; lane < files.length; lane++) {
-      const first = lane * WRITE_PIECE;
-      if (first >= bytes.length && lane > 0) break;
-      lanes.push(writeLane(files[lane], offset, bytes, first, files.length));
+    const file = this.#file!;
+    if (this.#position !== offset) {
+      this.#position = -1;
+      // An lseek, a few µs: on this thread, not a hop to the pool.
+      file.seekSync(offset, Deno.SeekMode.Start);
     }
-    const settled = await Promise.allSettled(lanes);
-    for (const s of settled) if (s.status === "rejected") throw s.reason;
+    this.#position = -1;
+    for (let done = 0; done < bytes.length;) {
+      done += await file.write(bytes.subarray(done));
+    }
+    this.#position = offset + bytes.length;
     this.dirtyBytes += bytes.length;
   }
 
   /** Syncs what was written; false when that failed. */
   async sync(): Promise<boolean> {
-    if (this.dirtyBytes === 0 || !this.#files) return true;
+    if (this.dirtyBytes === 0 || !this.#file) return true;
     try {
-      await this.#files[0].syncData();
+      await this.#file.syncData();
       this.dirtyBytes = 0;
       return true;
     } catch {
@@ -791,34 +775,11 @@ class SinkFile {
 
   /** Closes the file: what was not synced is no longer ours to sync. */
   close(): void {
-    for (const file of this.#files ?? []) {
-      try {
-        file.close();
-      } catch { /* already closed */ }
-    }
-    this.#files = undefined;
+    try {
+      this.#file?.close();
+    } catch { /* already closed */ }
+    this.#file = undefined;
+    this.#position = -1;
     this.dirtyBytes = 0;
-  }
-}
-
-/**
- * Writes the pieces of `bytes` from `first`, every `stride`-th one, to
- * `file` at `offset` plus their place in `bytes` (short writes continue
- * where they stopped).
- */
-async function writeLane(
-  file: Deno.FsFile,
-  offset: number,
-  bytes: Uint8Array,
-  first: number,
-  stride: number,
-): Promise<void> {
-  for (let at = first; at < bytes.length; at += stride * WRITE_PIECE) {
-    const end = Math.min(bytes.length, at + WRITE_PIECE);
-    // A cheap system call on this thread; the write is the hop.
-    file.seekSync(offset + at, Deno.SeekMode.Start);
-    for (let done = at; done < end;) {
-      done += await file.write(bytes.subarray(done, end));
-    }
   }
 }
