@@ -188,6 +188,8 @@ export class BlobSink {
   #queue: Promise<unknown> = Promise.resolve();
   // The temp file between syncs: opened by the first append, closed by sync.
   #file: SinkFile;
+  /** Bytes covered by the last sync (see syncedBytes). */
+  #synced: number;
 
   private constructor(
     record: Omit<BlobRecord, "dir" | "updated" | "path">,
@@ -208,6 +210,7 @@ export class BlobSink {
     this.#temp = final + PARTIAL_SUFFIX;
     this.#file = new SinkFile(this.#temp);
     this.#limit = limit;
+    this.#synced = record.bytes;
   }
 
   /**
@@ -472,10 +475,21 @@ export class BlobSink {
     return taken.then(async ({ file, record }) => {
       const ok = await file.sync();
       file.close();
-      if (ok) return { ok, record };
+      if (ok) {
+        this.#synced = Math.max(this.#synced, record.bytes);
+        return { ok, record };
+      }
       this.#fail(`blob ${this.#ref}: cannot sync ${this.#temp}`);
       return { ok, record: this.record };
     });
+  }
+
+  /**
+   * Bytes known durable: as of the last {@link sync} that resolved, or the
+   * record this sink was opened or resumed from.
+   */
+  get syncedBytes(): number {
+    return this.#synced;
   }
 
   /** Bytes appended and not yet synced (0 once a sync has run). */

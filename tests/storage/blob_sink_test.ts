@@ -466,3 +466,27 @@ Deno.test("chunks of any size land at their offsets, a sync between them", async
     assert.equal(last.sha256, sha256(content));
   });
 });
+
+Deno.test("syncedBytes says what the last finished sync covered: not appends after it, nor a sync still running", async () => {
+  await withTempDir(async (dir) => {
+    const content = randomBytes(4 * 1000);
+    const chunks = chunksOf("sy", content, 1000);
+    const sink = await BlobSink.open({ peer: PEER, ref: "sy", dir });
+    assert.equal(sink.syncedBytes, 0);
+    await sink.append(chunks[0]);
+    await sink.append(chunks[1]);
+    assert.equal(sink.syncedBytes, 0);
+    const syncing = sink.sync();
+    const third = sink.append(chunks[2]);
+    assert.equal(sink.syncedBytes, 0); // not finished yet
+    assert.equal((await syncing).ok, true);
+    await third;
+    // The sync took its place before the third chunk: 2,000 bytes.
+    assert.equal(sink.syncedBytes, 2000);
+    await sink.sync();
+    assert.equal(sink.syncedBytes, 3000);
+    // A resumed sink starts from its record, which was durable.
+    const resumed = await BlobSink.resume(sink.record);
+    assert.equal(resumed.syncedBytes, 3000);
+  });
+});
