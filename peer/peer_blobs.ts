@@ -27,6 +27,7 @@ import {
   type ChunkResult,
 } from "../storage/blob_sink.ts";
 import { discardSpooled } from "../storage/spool.ts";
+import { warmSha256 } from "../storage/sha256.ts";
 import { releaseChunkBytes } from "../wire/chunk_line.ts";
 import { KEY_PREFIX } from "../wire/keys.ts";
 import { timestamp } from "../wire/time.ts";
@@ -50,6 +51,19 @@ const MAX_UNWRITTEN = 1024 * 1024;
  * (a resume after a kill starts at most about this far back).
  */
 const MAX_UNSYNCED = 4 * 1024 * 1024;
+/**
+ * A batch of chunks of a blob still arriving is synced once its blob has
+ * this much written and not synced (the chunks written meanwhile ride
+ * along), or after {@link BATCH_FILL_MS}: one fsync (and one commit of
+ * seen markers) per ~2 MiB, whatever the pace of reading. Synced batch by
+ * batch as read, a receiver whose writes keep up synced every chunk or
+ * two over a Unix socket (reads of ~200 KB): 38 fsyncs and 37 KV commits
+ * per 20 MiB against 8 and 14, and more CPU per byte than the writes
+ * saved.
+ */
+const FILL_BYTES = 2 * 1024 * 1024;
+/** How long a batch waits for {@link FILL_BYTES} (chunks are not acked). */
+const BATCH_FILL_MS = 20;
 
 type OutBlobActor = Actor<OutgoingBlobMachine>;
 type InBlobActor = Actor<IncomingBlobMachine>;
@@ -114,6 +128,8 @@ export class PeerBlobs {
   /** Bytes of arrived chunks not yet written, and who waits for room. */
   #unwritten = 0;
   #writeWaiters: Array<() => void> = [];
+  /** Batches waiting for more of their blob to be written (see #fill). */
+  #fillWaiters: Array<() => void> = [];
   /** Sinks written since their last sync. */
   #touchedSinks = new Set<BlobSink>();
   /** Bounds on unfinished blobs, and the bytes they hold. */
@@ -406,7 +422,11 @@ export class PeerBlobs {
     let sink = this.#sinks.get(id);
     if (sink) return sink;
     sink = (async () => {
-      const record = await this.#store.blob(peer, ref, "in");
+      const reading = this.#store.blob(peer, ref, "in");
+      // The sink's hash loads node:crypto, which holds this thread: the
+      // record's read (and then the temp file's creation) runs meanwhile.
+      warmSha256();
+      const record = await reading;
       // A record picks up a transfer cut by a reconnect or a restart.
       return record
         ? await BlobSink.resume(record, { maxBytes: this.#maxBlob })
@@ -447,6 +467,7 @@ export class PeerBlobs {
       .finally(() => {
         this.#unwritten -= size;
         this.#wake();
+        for (const wake of this.#fillWaiters.splice(0)) wake();
       });
     taken.catch(() => {}); // awaited by takeChunks
     this.#taken.set(chunk, taken);
@@ -536,10 +557,41 @@ export class PeerBlobs {
     for (const wake of this.#writeWaiters.splice(0)) wake();
   }
 
+  /**
+   * Before a batch's sync: while its blob is still arriving (the batch
+   * ends neither the blob nor the transfer) and no sync covered the batch
+   * up to byte `upTo`, waits until {@link FILL_BYTES} of it are written
+   * and not synced, or {@link BATCH_FILL_MS} passed.
+   */
+  async #fill(
+    sink: BlobSink,
+    results: ChunkResult[],
+    upTo: number,
+  ): Promise<void> {
+    // Not once a sync covered the batch (reading's own, past MAX_UNSYNCED).
+    const arriving = () =>
+      sink.status === "active" && sink.syncedBytes < upTo &&
+      sink.unsynced < FILL_BYTES && !this.#closing;
+    if (!arriving() || results.some((r) => r.kind !== "accepted")) return;
+    let late = false;
+    const timer = setTimeout(() => {
+      late = true;
+      for (const wake of this.#fillWaiters.splice(0)) wake();
+    }, BATCH_FILL_MS);
+    try {
+      while (!late && arriving()) {
+        await new Promise<void>((wake) => this.#fillWaiters.push(wake));
+      }
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /** Syncs `sink`; it leaves the touched set once nothing waits on it. */
   async #sync(sink: BlobSink): Promise<{ ok: boolean; record: BlobRecord }> {
     const synced = await sink.sync();
     if (sink.unsynced === 0) this.#touchedSinks.delete(sink);
+    for (const wake of this.#fillWaiters.splice(0)) wake();
     return synced;
   }
 
@@ -592,6 +644,7 @@ export class PeerBlobs {
         this.#localError(peer, "blob", over, ref);
         continue;
       }
+      await this.#fill(sink, results, after.bytes);
       const { ok, record: failed } = await this.#sync(sink);
       // Active ones were counted on arrival.
       if (sink.status !== "active") await this.#budget.drop(peer, ref);

@@ -22,16 +22,6 @@ export const DEFAULT_BLOB_LIMIT: number = DEFAULT_MAX_BLOB_BYTES;
 export const PARTIAL_SUFFIX = ".part";
 
 const READ_BUFFER = 262144;
-/**
- * Chunk bytes go to the file in writes of at most this much. Measured on
- * this project's machines (Linux 6.18 in a VM, ext4): 20 MiB written to a
- * new file in 256 KiB writes cost the kernel 51–60 ms of CPU in most runs,
- * in 64 KiB writes 5–24 ms (large page-cache folios for big writes are
- * the likely cause); in the blob bench the receiver's threads other than
- * JS took > 70 ms per 20 MiB in 9 runs of 15 with whole chunks, 3 of 15
- * with 64 KiB pieces. The extra system calls cost less than that.
- */
-const WRITE_PIECE = 65536;
 
 /** The fields of a `chunk` line the sink needs (a wire `Chunk` fits). */
 export interface ChunkInput {
@@ -198,6 +188,8 @@ export class BlobSink {
   #queue: Promise<unknown> = Promise.resolve();
   // The temp file between syncs: opened by the first append, closed by sync.
   #file: SinkFile;
+  /** Bytes covered by the last sync (see syncedBytes). */
+  #synced: number;
 
   private constructor(
     record: Omit<BlobRecord, "dir" | "updated" | "path">,
@@ -218,6 +210,7 @@ export class BlobSink {
     this.#temp = final + PARTIAL_SUFFIX;
     this.#file = new SinkFile(this.#temp);
     this.#limit = limit;
+    this.#synced = record.bytes;
   }
 
   /**
@@ -247,9 +240,15 @@ export class BlobSink {
       `${options.dir}/${fileBase(options.ref)}`,
       limit,
     );
+    // The first hash loads node:crypto, which holds this thread for a
+    // while (15–80 ms on a busy machine): the temp file is made meanwhile.
+    const made = (async () => {
+      await Deno.mkdir(options.dir, { recursive: true, mode: 0o700 });
+      await Deno.writeFile(sink.#temp, new Uint8Array(0), { mode: 0o600 });
+    })();
+    made.catch(() => {}); // awaited below
     sink.#hash = await createSha256();
-    await Deno.mkdir(options.dir, { recursive: true, mode: 0o700 });
-    await Deno.writeFile(sink.#temp, new Uint8Array(0), { mode: 0o600 });
+    await made;
     return sink;
   }
 
@@ -476,10 +475,21 @@ export class BlobSink {
     return taken.then(async ({ file, record }) => {
       const ok = await file.sync();
       file.close();
-      if (ok) return { ok, record };
+      if (ok) {
+        this.#synced = Math.max(this.#synced, record.bytes);
+        return { ok, record };
+      }
       this.#fail(`blob ${this.#ref}: cannot sync ${this.#temp}`);
       return { ok, record: this.record };
     });
+  }
+
+  /**
+   * Bytes known durable: as of the last {@link sync} that resolved, or the
+   * record this sink was opened or resumed from.
+   */
+  get syncedBytes(): number {
+    return this.#synced;
   }
 
   /** Bytes appended and not yet synced (0 once a sync has run). */
@@ -606,26 +616,14 @@ export class BlobSink {
       return this.#error("size_mismatch", detail, n, true);
     }
     try {
-      // Positional write at the recorded length: stray bytes from a failed
-      // earlier attempt are overwritten, and synced (by sync, once for
-      // the batch) before the caller records or acks anything.
+      // Written at the recorded length: stray bytes from a failed earlier
+      // attempt are overwritten, and synced (by sync, once for the batch)
+      // before the caller records or acks anything. The hash takes the
+      // bytes while the blocking pool writes them.
       const file = await io.open();
-      // Seeks only when not already there (a fresh handle, or after an
-      // error): chunks of one batch follow each other.
-      if (io.position !== this.#bytes) {
-        io.position = -1;
-        await file.seek(this.#bytes, Deno.SeekMode.Start);
-        io.position = this.#bytes;
-      }
-      let done = 0;
-      while (done < bytes.length) {
-        const n = await file.write(
-          bytes.subarray(done, done + WRITE_PIECE),
-        );
-        done += n;
-        io.position += n;
-      }
-      io.dirtyBytes += bytes.length;
+      const written = io.writeAt(this.#bytes, bytes);
+      this.#hash.update(bytes);
+      await written;
       if (chunk.last) {
         await file.truncate(total);
         // The bytes are durable before the rename makes the file final.
@@ -634,7 +632,6 @@ export class BlobSink {
         io.close();
       }
     } catch (error) {
-      io.position = -1;
       const detail =
         `blob ${this.#ref} chunk ${n}: cannot write ${this.#temp}: ${
           errorText(error)
@@ -642,7 +639,6 @@ export class BlobSink {
       this.#fail(detail);
       return this.#error("io", detail, n, true);
     }
-    this.#hash.update(bytes);
     this.#bytes = total;
     this.#next = n + 1;
     this.#touch();
@@ -730,14 +726,25 @@ export class BlobSink {
   }
 }
 
-/** The temp file between two syncs: opened once, synced once. */
+/**
+ * The temp file between two syncs: opened once, synced once.
+ *
+ * A chunk goes to it in one write. Each write is a hop to the blocking pool
+ * and back (a pool thread woken, then the JS thread's turn to start the
+ * next); in 64 KiB pieces one after the other, those hops set a receiver's
+ * pace (traced in the blob bench: reading waited on them ~60 % of the
+ * time). An earlier pass measured whole 256 KiB writes costing the kernel
+ * more than 64 KiB ones (large page-cache folios); measured again (20 MiB
+ * to a new file, 7 runs each, same minutes), 256 KiB writes took the pool
+ * threads 6–8 ms against 7–27 ms in 64 KiB ones.
+ */
 class SinkFile {
   #path: string;
   #file: Deno.FsFile | undefined;
+  /** Where the next write goes (-1: unknown, seek first). */
+  #position = -1;
   /** Bytes written since the last sync. */
   dirtyBytes = 0;
-  /** Where the next write goes (-1: unknown, seek first). */
-  position = -1;
 
   constructor(path: string) {
     this.#path = path;
@@ -746,6 +753,26 @@ class SinkFile {
   async open(): Promise<Deno.FsFile> {
     this.#file ??= await Deno.open(this.#path, { write: true });
     return this.#file;
+  }
+
+  /**
+   * Writes `bytes` at `offset` (after {@link open}), in one write unless
+   * the kernel takes less; seeks only when not already there (a fresh
+   * handle, or after an error): chunks of one batch follow each other.
+   */
+  async writeAt(offset: number, bytes: Uint8Array): Promise<void> {
+    const file = this.#file!;
+    if (this.#position !== offset) {
+      this.#position = -1;
+      // An lseek, a few µs: on this thread, not a hop to the pool.
+      file.seekSync(offset, Deno.SeekMode.Start);
+    }
+    this.#position = -1;
+    for (let done = 0; done < bytes.length;) {
+      done += await file.write(bytes.subarray(done));
+    }
+    this.#position = offset + bytes.length;
+    this.dirtyBytes += bytes.length;
   }
 
   /** Syncs what was written; false when that failed. */
@@ -766,7 +793,7 @@ class SinkFile {
       this.#file?.close();
     } catch { /* already closed */ }
     this.#file = undefined;
+    this.#position = -1;
     this.dirtyBytes = 0;
-    this.position = -1;
   }
 }

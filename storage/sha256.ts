@@ -38,6 +38,25 @@ export async function createSha256(): Promise<Sha256> {
 }
 
 /**
+ * Starts loading what {@link createSha256} needs (`node:crypto`), without
+ * waiting: its first load holds the JS thread for a while, so a caller
+ * about to hash starts it before other work of its own that needs no JS
+ * (a store read, file system calls), which then runs meanwhile.
+ *
+ * @example
+ * ```ts
+ * import { createSha256, warmSha256 } from "./sha256.ts";
+ * warmSha256();
+ * const hash = await createSha256(); // the same load
+ * console.log(typeof hash.update); // function
+ * ```
+ */
+export function warmSha256(): void {
+  nodeCrypto ??= import("node:crypto");
+  nodeCrypto.catch(() => {}); // a failed load is reported by createSha256
+}
+
+/**
  * The SHA-256 of a short string's UTF-8 bytes, as lowercase hex.
  *
  * @example
