@@ -120,3 +120,25 @@ Deno.test("core timers: a second install is a no-op", async () => {
   assert.equal(r.code, 0, r.err);
   assert.deepEqual(r.lines, ["installed true", "again true", "same true"]);
 });
+
+Deno.test("core timers: the connection clock's wheel re-holds the process with its emptied timer", async () => {
+  const wheel = new URL("../../net/timer_wheel.ts", import.meta.url).href;
+  const r = await runWithCoreTimers(`
+    const { TimerWheel } = await import(${JSON.stringify(wheel)});
+    const w = new TimerWheel();
+    // Emptied at once: its real timer stays armed, unrefed (Deno.unrefTimer).
+    w.clearTimeout(w.setTimeout(() => out("cleared fired"), 60_000));
+    out("holding " + w.holding);
+    // The next deadline takes that timer back (Deno.refTimer): the process
+    // must stay up until it fires.
+    w.setTimeout(() => out("fired"), 1_000);
+    out("holding " + w.holding);
+  `);
+  assert.equal(r.code, 0, r.err);
+  assert.deepEqual(r.lines, [
+    "installed true",
+    "holding false",
+    "holding true",
+    "fired",
+  ]);
+});
