@@ -12,6 +12,8 @@
  * @module
  */
 
+// First: the timers that do not load `node:timers` (cli/core_timers.ts).
+import "./cli/use_core_timers.ts";
 import { main } from "./cli/main.ts";
 
 if (import.meta.main) Deno.exit(await main(Deno.args));

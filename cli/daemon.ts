@@ -9,6 +9,7 @@
 
 import { applyBounds, type BoundValues } from "./bound_flags.ts";
 import { raiseFdLimit } from "../net/fd_limit.ts";
+import { bind, type BoundSocket } from "../net/transport.ts";
 import { Peer, type PeerOptions } from "../peer/peer.ts";
 import type { PeerEvent } from "../peer/peer_events.ts";
 import { InspectionHub } from "../inspector/inspection_hub.ts";
@@ -112,6 +113,25 @@ interface Config {
 }
 
 /**
+ * Where the daemon will listen, bound before its peer opens
+ * ({@link Daemon}'s `#bindListen`): the addresses it was given, each with
+ * its socket when the early bind worked, or the default pair (the home's
+ * Unix socket and the first free TCP port from {@link DEFAULT_PORT}). An
+ * address whose early bind failed is bound again when served, and fails
+ * there as it always did.
+ */
+type ListenPlan =
+  | {
+    kind: "given";
+    addrs: Array<{ addr: string; bound: BoundSocket | undefined }>;
+  }
+  | {
+    kind: "defaults";
+    unix: BoundSocket | undefined;
+    tcp: BoundSocket | undefined;
+  };
+
+/**
  * Runs the daemon until `down`, SIGINT or SIGTERM. Resolves with the exit
  * code: 0 after a clean stop, 1 when it could not start (lock held,
  * storage unavailable, port in use), with one line on stderr/the log.
@@ -171,6 +191,8 @@ class Daemon {
   #encoder = new TextEncoder();
   #presence = false;
   #relay = true;
+  /** The listen addresses, bound before the peer opens; see {@link ListenPlan}. */
+  #plan?: ListenPlan;
 
   constructor(options: DaemonOptions) {
     this.#o = options;
@@ -230,6 +252,9 @@ class Daemon {
     try {
       return await this.#runLocked();
     } finally {
+      // A socket bound but never served (the daemon did not start): closed,
+      // its unix file removed. Served ones were taken by their listeners.
+      this.#closeUnserved();
       try {
         this.#lock.close();
       } catch { /* closed */ }
@@ -244,7 +269,15 @@ class Daemon {
       // Flags win, then the environment, then config.json, then what
       // earlier flags remembered (name, about, listen).
       const o = this.#o;
+      // Addresses known before the store opens are bound first (the flags'
+      // now, config.json's once read): a peer dialing while the daemon
+      // starts waits in the socket's backlog and is answered once the peer
+      // is open, instead of being refused until its next probe.
+      if (o.listen?.length) await this.#bindListen(o.listen);
       const file = await readDaemonConfig(o.home);
+      if (!o.listen?.length && file.listen?.length) {
+        await this.#bindListen(file.listen);
+      }
       const envPresence = presenceFromEnv();
       this.#presence = o.presence
         ? true
@@ -303,6 +336,9 @@ class Daemon {
         defaultName(o.home);
       const about = o.about ?? file.about ?? config.about;
       listen = o.listen?.length ? o.listen : file.listen ?? config.listen;
+      // The rest (remembered in the store, or the defaults), before the
+      // peer's open: its store, identity and handshake warm-up.
+      if (this.#plan === undefined) await this.#bindListen(listen);
       if (o.inspect !== undefined) this.#hub = new InspectionHub();
       this.#peer = await Peer.open({
         ...peerOpts,
@@ -338,7 +374,7 @@ class Daemon {
     }
     try {
       try {
-        await this.#listenAll(listen);
+        await this.#listenAll();
       } catch (error) {
         await this.#peer.close();
         return this.#fail(errorText(error));
@@ -569,19 +605,72 @@ class Daemon {
     };
   }
 
-  async #listenAll(explicit: string[] | undefined): Promise<void> {
-    if (explicit && explicit.length > 0) {
-      for (const addr of explicit) {
-        parseAddress(addr);
-        this.#addrs.push(await this.#peer.listen(addr));
+  /**
+   * Binds the listen addresses ahead of {@link #listenAll}: `addrs` when
+   * given, else the defaults (the home's Unix socket and the first free TCP
+   * port from {@link DEFAULT_PORT}). A bind that fails here is not
+   * reported: the address is bound again when served, and fails there, in
+   * the order and words it always did.
+   */
+  async #bindListen(addrs: string[] | undefined): Promise<void> {
+    if (addrs && addrs.length > 0) {
+      const given: Array<{ addr: string; bound: BoundSocket | undefined }> = [];
+      this.#plan = { kind: "given", addrs: given };
+      for (const addr of addrs) {
+        given.push({ addr, bound: await bind(addr).catch(() => undefined) });
       }
       return;
     }
+    const plan: ListenPlan = {
+      kind: "defaults",
+      unix: undefined,
+      tcp: undefined,
+    };
+    this.#plan = plan;
+    try {
+      plan.unix = await this.#bindDefaultUnix();
+    } catch { /* bound again, and reported, when served */ }
+    for (let port = DEFAULT_PORT; port < DEFAULT_PORT + 100; port++) {
+      try {
+        plan.tcp = await bind(`tcp:127.0.0.1:${port}`);
+        return;
+      } catch (error) {
+        if (!/in use/i.test(errorText(error))) return;
+      }
+    }
+  }
+
+  /** The home's Unix socket, bound (a stale file replaced) and private. */
+  async #bindDefaultUnix(): Promise<BoundSocket> {
     // Ours alone: we hold the home's lock, so a socket file left there is stale.
     await ensureSocketDir(this.#paths.peerSocket);
     await Deno.remove(this.#paths.peerSocket).catch(() => {});
-    this.#addrs.push(await this.#peer.listen(`unix:${this.#paths.peerSocket}`));
-    await Deno.chmod(this.#paths.peerSocket, 0o600); // like every file in the home
+    const bound = await bind(`unix:${this.#paths.peerSocket}`);
+    try {
+      await Deno.chmod(this.#paths.peerSocket, 0o600); // like every file in the home
+    } catch (error) {
+      bound.close();
+      throw error;
+    }
+    return bound;
+  }
+
+  /** Serves the planned addresses (bound by {@link #bindListen}). */
+  async #listenAll(): Promise<void> {
+    const plan = this.#plan;
+    if (plan?.kind === "given") {
+      for (const { addr, bound } of plan.addrs) {
+        parseAddress(addr);
+        this.#addrs.push(await this.#peer.listen(bound ?? addr));
+      }
+      return;
+    }
+    const unix = plan?.unix ?? await this.#bindDefaultUnix();
+    this.#addrs.push(await this.#peer.listen(unix));
+    if (plan?.tcp) {
+      this.#addrs.push(await this.#peer.listen(plan.tcp));
+      return;
+    }
     for (let port = DEFAULT_PORT; port < DEFAULT_PORT + 100; port++) {
       try {
         this.#addrs.push(await this.#peer.listen(`tcp:127.0.0.1:${port}`));
@@ -589,6 +678,17 @@ class Daemon {
       } catch (error) {
         if (!/in use/i.test(errorText(error))) throw error;
       }
+    }
+  }
+
+  /** Closes the planned sockets not served (idempotent). */
+  #closeUnserved(): void {
+    const plan = this.#plan;
+    if (plan?.kind === "given") {
+      for (const { bound } of plan.addrs) bound?.close();
+    } else if (plan) {
+      plan.unix?.close();
+      plan.tcp?.close();
     }
   }
 
