@@ -72,6 +72,12 @@ const GROUP_BYTES = 600_000;
 /**
  * A peer's thread rows a resume preloads into the committer's cache at
  * most: a peer with more has its other threads read when their lines come.
+ *
+ * @example
+ * ```ts
+ * import { PRELOAD_ROWS } from "./received_lines.ts";
+ * console.log(PRELOAD_ROWS); // 512
+ * ```
  */
 export const PRELOAD_ROWS = 512;
 
