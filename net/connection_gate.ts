@@ -249,6 +249,10 @@ class GatedTransport implements Transport {
     return this.#inner.write(frame);
   }
 
+  holdBursts(on: boolean): void {
+    this.#inner.holdBursts?.(on);
+  }
+
   cork(): void {
     this.#inner.cork?.();
   }

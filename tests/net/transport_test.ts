@@ -102,6 +102,30 @@ Deno.test("tcp 127.0.0.1: many frames arrive in order; addresses reported", asyn
   assert.equal(server.remoteAddr, client.localAddr);
 });
 
+Deno.test("an accepted transport offers every operation a dialed one does (the listener's gate forwards them: burst holds, corks)", async () => {
+  const { listener, client, server } = await transportPair("tcp:127.0.0.1:0");
+  try {
+    const operations = [
+      "start",
+      "write",
+      "writeThen",
+      "flush",
+      "close",
+      "holdBursts",
+      "cork",
+      "uncork",
+    ] as const;
+    for (const name of operations) {
+      if (typeof client[name] !== "function") continue;
+      assert.equal(typeof server[name], "function", `accepted ${name}`);
+    }
+  } finally {
+    client.close();
+    server.close();
+    listener.close();
+  }
+});
+
 /** Why [::1] cannot be listened on here, or undefined when it can. */
 function ipv6Missing(): string | undefined {
   try {
