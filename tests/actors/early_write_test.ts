@@ -1,10 +1,15 @@
 import assert from "node:assert/strict";
-import { type Delivery, Supervisor } from "../../actors/supervisor.ts";
+import {
+  type Delivery,
+  Supervisor,
+  type SupervisorOptions,
+} from "../../actors/supervisor.ts";
 import { queueLines } from "../../peer/peer_sender.ts";
 import { DenoKvBackend, type KvBackend } from "../../storage/kv/kv_backend.ts";
 import type { Mutation } from "../../storage/kv/key.ts";
 import { KvStore } from "../../storage/kv_store.ts";
 import { MemoryStore } from "../../storage/memory_store.ts";
+import type { Store } from "../../storage/store.ts";
 import { Signer } from "../../wire/keys.ts";
 
 /**
@@ -53,18 +58,8 @@ Deno.test("a msg is written while its commit runs; its ack is taken only once th
   const acks: string[] = [];
   let open = () => {};
   const got: Delivery[] = [];
-  const a = new Supervisor({
-    signer: await Signer.generate(),
-    store: aStore,
-    timeouts: { pingInterval: 0 },
+  const { a, b, bSigner } = await supervisors(aStore, bStore, got, {
     onAck: (_peer, ack) => acks.push(ack.re),
-  });
-  const bSigner = await Signer.generate();
-  const b = new Supervisor({
-    signer: bSigner,
-    store: bStore,
-    timeouts: { pingInterval: 0 },
-    routes: { thread: () => (d) => void got.push(d) },
   });
   try {
     const listener = await b.listen("tcp:127.0.0.1:0");
@@ -112,18 +107,8 @@ Deno.test("a msg queued as its connection drops is delivered once durable: the d
   const bStore = new MemoryStore();
   let open = () => {};
   const got: Delivery[] = [];
-  const a = new Supervisor({
-    signer: await Signer.generate(),
-    store: aStore,
-    timeouts: { pingInterval: 0 },
+  const { a, b, bSigner } = await supervisors(aStore, bStore, got, {
     dialer: { timing: { baseMs: 20, capMs: 100, graceMs: 20 } },
-  });
-  const bSigner = await Signer.generate();
-  const b = new Supervisor({
-    signer: bSigner,
-    store: bStore,
-    timeouts: { pingInterval: 0 },
-    routes: { thread: () => (d) => void got.push(d) },
   });
   try {
     const listener = await b.listen("tcp:127.0.0.1:0");
@@ -165,6 +150,32 @@ Deno.test("a msg queued as its connection drops is delivered once durable: the d
     bStore.close();
   }
 });
+
+/**
+ * Supervisors "a" (on `aStore`, with `aOptions`, no pings) and "b" (on
+ * `bStore`, whose thread deliveries go to `got`).
+ */
+async function supervisors(
+  aStore: Store,
+  bStore: Store,
+  got: Delivery[],
+  aOptions: Partial<SupervisorOptions>,
+): Promise<{ a: Supervisor; b: Supervisor; bSigner: Signer }> {
+  const a = new Supervisor({
+    signer: await Signer.generate(),
+    store: aStore,
+    timeouts: { pingInterval: 0 },
+    ...aOptions,
+  });
+  const bSigner = await Signer.generate();
+  const b = new Supervisor({
+    signer: bSigner,
+    store: bStore,
+    timeouts: { pingInterval: 0 },
+    routes: { thread: () => (d) => void got.push(d) },
+  });
+  return { a, b, bSigner };
+}
 
 async function until(
   check: () => boolean | Promise<boolean>,

@@ -14,8 +14,9 @@ import { readFrame } from "../../wire/read_frame.ts";
 
 const REMOTE = "ed25519:BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB";
 
-function committer(store: MemoryStore, acked: string[]): ReceiveCommitter {
-  const host: CommitterHost = {
+/** A host that delivers nowhere and fails the test on a failure. */
+function quietHost(): CommitterHost {
+  return {
     remoteKey: () => REMOTE,
     beforeCommit: () => undefined,
     takeChunk: () => {},
@@ -23,7 +24,10 @@ function committer(store: MemoryStore, acked: string[]): ReceiveCommitter {
     deliver: () => {},
     fail: (detail) => assert.fail(detail),
   };
-  return new ReceiveCommitter(store, host, {
+}
+
+function committer(store: MemoryStore, acked: string[]): ReceiveCommitter {
+  return new ReceiveCommitter(store, quietHost(), {
     writeLine: (line) => void acked.push(String(line.re)),
   });
 }
@@ -74,15 +78,7 @@ Deno.test("a commit's acks are written inside one corked call (one socket write)
   const store = new MemoryStore();
   const writes: string[][] = [];
   let open: string[] | undefined;
-  const host: CommitterHost = {
-    remoteKey: () => REMOTE,
-    beforeCommit: () => undefined,
-    takeChunk: () => {},
-    needsBeforeCommit: () => false,
-    deliver: () => {},
-    fail: (detail) => assert.fail(detail),
-  };
-  const c = new ReceiveCommitter(store, host, {
+  const c = new ReceiveCommitter(store, quietHost(), {
     writeLine(line) {
       if (open) open.push(String(line.re));
       else writes.push([String(line.re)]);

@@ -57,6 +57,22 @@ async function mkfifo(path: string): Promise<void> {
   assert.equal(r.code, 0, new TextDecoder().decode(r.stderr));
 }
 
+/**
+ * A daemon listening on a unix socket in a new temp dir, held at its start
+ * by a FIFO `config.json` (released when the test writes it).
+ */
+async function daemonHeldAtStart(): Promise<
+  { dir: string; home: string; socket: string; daemon: Deno.ChildProcess }
+> {
+  const dir = await Deno.makeTempDir({ prefix: "awp-daemon-bind-" });
+  const home = `${dir}/home`;
+  const socket = `${dir}/peer.sock`;
+  await Deno.mkdir(home, { mode: 0o700 });
+  await mkfifo(`${home}/config.json`);
+  const daemon = startDaemon(home, ["--listen", `unix:${socket}`]);
+  return { dir, home, socket, daemon };
+}
+
 async function down(home: string): Promise<void> {
   await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "--unstable-kv", CLI, "down", "--home", home],
@@ -67,12 +83,7 @@ async function down(home: string): Promise<void> {
 }
 
 Deno.test("awp daemon: a peer that dials before the daemon's peer is open is served once it is", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "awp-daemon-bind-" });
-  const home = `${dir}/home`;
-  const socket = `${dir}/peer.sock`;
-  await Deno.mkdir(home, { mode: 0o700 });
-  await mkfifo(`${home}/config.json`);
-  const daemon = startDaemon(home, ["--listen", `unix:${socket}`]);
+  const { dir, home, socket, daemon } = await daemonHeldAtStart();
   const dialer = await Peer.open({ memory: true });
   let stopped = false;
   try {
@@ -104,12 +115,7 @@ Deno.test("awp daemon: a peer that dials before the daemon's peer is open is ser
 });
 
 Deno.test("awp daemon: a daemon that fails to start removes the unix socket it bound", async () => {
-  const dir = await Deno.makeTempDir({ prefix: "awp-daemon-bind-" });
-  const home = `${dir}/home`;
-  const socket = `${dir}/peer.sock`;
-  await Deno.mkdir(home, { mode: 0o700 });
-  await mkfifo(`${home}/config.json`);
-  const daemon = startDaemon(home, ["--listen", `unix:${socket}`]);
+  const { dir, home, socket, daemon } = await daemonHeldAtStart();
   let stopped = false;
   try {
     assert.ok(await appears(socket), "the daemon never bound its socket");
