@@ -58,7 +58,7 @@ Deno.test("a msg is written while its commit runs; its ack is taken only once th
   const acks: string[] = [];
   let open = () => {};
   const got: Delivery[] = [];
-  const { a, b, bSigner } = await supervisors(aStore, bStore, got, {
+  const { a, b, bSigner, stop } = await supervisors(aStore, bStore, got, {
     onAck: (_peer, ack) => acks.push(ack.re),
   });
   try {
@@ -92,10 +92,7 @@ Deno.test("a msg is written while its commit runs; its ack is taken only once th
     assert.equal(await aStore.inOutbox(bSigner.key, second.id), false);
   } finally {
     open();
-    await a.stop();
-    await b.stop();
-    aStore.close();
-    bStore.close();
+    await stop();
   }
 });
 
@@ -107,7 +104,7 @@ Deno.test("a msg queued as its connection drops is delivered once durable: the d
   const bStore = new MemoryStore();
   let open = () => {};
   const got: Delivery[] = [];
-  const { a, b, bSigner } = await supervisors(aStore, bStore, got, {
+  const { a, b, bSigner, stop } = await supervisors(aStore, bStore, got, {
     dialer: { timing: { baseMs: 20, capMs: 100, graceMs: 20 } },
   });
   try {
@@ -144,23 +141,23 @@ Deno.test("a msg queued as its connection drops is delivered once durable: the d
     );
   } finally {
     open();
-    await a.stop();
-    await b.stop();
-    aStore.close();
-    bStore.close();
+    await stop();
   }
 });
 
 /**
  * Supervisors "a" (on `aStore`, with `aOptions`, no pings) and "b" (on
- * `bStore`, whose thread deliveries go to `got`).
+ * `bStore`, whose thread deliveries go to `got`); `stop` stops both and
+ * closes the stores.
  */
 async function supervisors(
   aStore: Store,
   bStore: Store,
   got: Delivery[],
   aOptions: Partial<SupervisorOptions>,
-): Promise<{ a: Supervisor; b: Supervisor; bSigner: Signer }> {
+): Promise<
+  { a: Supervisor; b: Supervisor; bSigner: Signer; stop(): Promise<void> }
+> {
   const a = new Supervisor({
     signer: await Signer.generate(),
     store: aStore,
@@ -174,7 +171,13 @@ async function supervisors(
     timeouts: { pingInterval: 0 },
     routes: { thread: () => (d) => void got.push(d) },
   });
-  return { a, b, bSigner };
+  const stop = async () => {
+    await a.stop();
+    await b.stop();
+    aStore.close();
+    bStore.close();
+  };
+  return { a, b, bSigner, stop };
 }
 
 async function until(
